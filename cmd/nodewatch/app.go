@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// env is what a run may touch of the outside world.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// logf writes one "nodewatch: ..." line to stderr.
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "nodewatch: "+format+"\n", args...)
+}
+
+// run is nodewatch without the process around it: it parses args, does
+// the work and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	app := newApp(e)
+	err := app.RunContext(ctx, append([]string{"nodewatch"}, normalizeArgs(app, args)...))
+	if err != nil && ctx.Err() != nil {
+		err = errInterrupted
+	}
+	code, report := exitCode(err)
+	if report {
+		e.logf("%v", err)
+	}
+	return code
+}
+
+func newApp(e *env) *cli.App {
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{err} }
+	commands := []*cli.Command{keyCommand(e)}
+	for _, c := range commands {
+		c.OnUsageError = onUsage
+	}
+	return &cli.App{
+		Name:                      "nodewatch",
+		Usage:                     "follow cluster state as newline-delimited JSON",
+		Writer:                    e.stdout,
+		ErrWriter:                 e.stderr,
+		Commands:                  commands,
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true,
+		OnUsageError:              onUsage,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, name string) {
+			// urfave/cli offers no error return here; Action below reports it.
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("unknown command %q (try nodewatch --help)", c.Args().First())
+			}
+			return usagef("no command given (try nodewatch --help)")
+		},
+	}
+}
+
+// argSep joins NAME and VALUE of --arg/--argjson into one flag value; NUL
+// cannot occur in a command-line argument, so it cannot be ambiguous.
+const argSep = "\x00"
+
+// normalizeArgs rewrites a command line into the shape urfave/cli parses:
+//   - jq's two-value `--arg NAME VALUE` becomes `--arg=NAME<NUL>VALUE`;
+//   - flags after positional arguments move before them, so that
+//     `nodewatch key /x --prefix` works as etcdctl users expect.
+//
+// Everything after `--` stays positional.
+func normalizeArgs(app *cli.App, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	var cmd *cli.Command
+	for _, c := range app.Commands {
+		if c.HasName(args[0]) {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, positional []string
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			positional = append(positional, rest[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case (name == "arg" || name == "argjson") && !hasValue && i+2 < len(rest):
+			flags = append(flags, "--"+name+"="+rest[i+1]+argSep+rest[i+2])
+			i += 2
+		case takesValue[name] && !hasValue && i+1 < len(rest):
+			flags = append(flags, a, rest[i+1])
+			i++
+		default:
+			flags = append(flags, a)
+		}
+	}
+	out := append([]string{args[0]}, flags...)
+	if len(positional) > 0 {
+		out = append(out, "--")
+		out = append(out, positional...)
+	}
+	return out
+}

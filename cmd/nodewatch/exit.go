@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// Exit codes (SPEC §5). This file is the one place that maps errors to them.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitUnavailable = 3
+	exitTimeout     = 124
+	exitInterrupted = 130
+)
+
+// usageError is a bad flag, argument or jq expression.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+func (e *usageError) ExitCode() int { return exitUsage }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// unavailableError: no connection within --dial-timeout.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+func (e *unavailableError) ExitCode() int { return exitUnavailable }
+
+// goalTimeoutError: --timeout passed with a goal unmet.
+type goalTimeoutError struct{ goal string }
+
+func (e *goalTimeoutError) Error() string {
+	return fmt.Sprintf("timed out before %s", e.goal)
+}
+func (e *goalTimeoutError) ExitCode() int { return exitTimeout }
+
+// errInterrupted: SIGINT or SIGTERM (the run's context was cancelled).
+var errInterrupted = errors.New("interrupted")
+
+// exitCode returns the exit code for err and whether err deserves a
+// message on stderr.
+func exitCode(err error) (code int, report bool) {
+	var coded interface{ ExitCode() int }
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+		return exitInterrupted, false
+	case isClosedPipe(err):
+		// The reader went away (| head -1): ending quietly is the point.
+		return exitOK, false
+	case errors.As(err, &coded):
+		return coded.ExitCode(), true
+	}
+	return exitFailure, true
+}
+
+// isClosedPipe reports whether err comes from writing to a closed pipe.
+func isClosedPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
+}

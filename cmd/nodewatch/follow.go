@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/stream"
+)
+
+// watchFlags are the flags every watching subcommand (key, nodes, node)
+// shares: what to print, how, and when to stop.
+func watchFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "filter", Usage: "jq `EXPR`: print only objects for which it is true"},
+		&cli.StringFlag{Name: "equals", Usage: "jq `EXPR`: two states are equal (no `updated`) when it gives the same outputs for both"},
+		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
+		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
+		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
+		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
+		&cli.BoolFlag{Name: "once", Usage: "print the initial state, then exit 0"},
+		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
+		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--count was not met"},
+		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON) or pretty"},
+		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
+		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
+	}
+}
+
+// watchOptions are the parsed watchFlags, validated before anything
+// connects.
+type watchOptions struct {
+	filter, equals, until *stream.Program
+	strict                bool
+	once                  bool
+	count                 int
+	timeout               time.Duration
+	changesOnly           bool
+	format                stream.Format
+	timestamps            bool
+	dialTimeout           time.Duration
+	// list: --until sees an array of objects (else one object or null).
+	list bool
+}
+
+// parseWatchOptions reads watchFlags from c. defaultEquals is used when
+// --equals is not given ("" compares whole objects).
+func parseWatchOptions(c *cli.Context, defaultEquals string) (*watchOptions, error) {
+	o := &watchOptions{
+		strict:      c.Bool("strict"),
+		once:        c.Bool("once"),
+		count:       c.Int("count"),
+		timeout:     c.Duration("timeout"),
+		changesOnly: c.Bool("changes-only"),
+		timestamps:  c.Bool("timestamps"),
+		dialTimeout: c.Duration("dial-timeout"),
+	}
+	switch f := c.String("output"); f {
+	case "json":
+		o.format = stream.JSON
+	case "pretty":
+		o.format = stream.Pretty
+	default:
+		return nil, usagef("--output: unknown format %q (want json or pretty)", f)
+	}
+	if o.count < 0 {
+		return nil, usagef("--count: must not be negative, got %d", o.count)
+	}
+	if o.timeout < 0 || o.dialTimeout <= 0 {
+		return nil, usagef("--timeout and --dial-timeout must be positive")
+	}
+	var vars stream.Vars
+	for _, a := range c.StringSlice("arg") {
+		name, value, ok := strings.Cut(a, argSep)
+		if !ok {
+			return nil, usagef("--arg: want NAME VALUE, got %q", a)
+		}
+		vars.Add(name, value)
+	}
+	for _, a := range c.StringSlice("argjson") {
+		name, value, ok := strings.Cut(a, argSep)
+		if !ok {
+			return nil, usagef("--argjson: want NAME JSON, got %q", a)
+		}
+		if err := vars.AddJSON(name, value); err != nil {
+			return nil, &usageError{err}
+		}
+	}
+	equals := c.String("equals")
+	if !c.IsSet("equals") {
+		equals = defaultEquals
+	}
+	for _, p := range []struct {
+		flag, expr string
+		dst        **stream.Program
+	}{{"--filter", c.String("filter"), &o.filter}, {"--equals", equals, &o.equals}, {"--until", c.String("until"), &o.until}} {
+		if p.expr == "" {
+			continue
+		}
+		prog, err := stream.Compile(p.flag, p.expr, vars)
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		*p.dst = prog
+	}
+	return o, nil
+}
+
+// goal names what ends the run successfully, "" if nothing does.
+func (o *watchOptions) goal() string {
+	switch {
+	case o.until != nil:
+		return "--until was met"
+	case o.once:
+		return "the initial state was printed (--once)"
+	case o.count > 0:
+		return fmt.Sprintf("%d events were printed (--count)", o.count)
+	}
+	return ""
+}
+
+// source produces batches into a mailbox until ctx ends or it fails.
+type source func(ctx context.Context, out *nodeset.Mailbox) error
+
+// follow runs the pipeline source → follower → encoder until a goal is
+// met, the timeout passes, ctx ends or something fails.
+func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchCtx := runCtx
+	if o.timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		watchCtx, cancelTimeout = context.WithTimeout(runCtx, o.timeout)
+		defer cancelTimeout()
+	}
+
+	mb := nodeset.NewMailbox()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		mb.Close(src(watchCtx, mb))
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	enc := stream.NewEncoder(e.stdout, stream.Options{Format: o.format, Timestamps: o.timestamps})
+	x := &exprs{o: o, e: e}
+	fol := nodeset.NewFollower(x.filterFunc(), x.equalsFunc())
+	printed := 0
+	for {
+		b, err := mb.Next(watchCtx)
+		if err != nil {
+			enc.Flush()
+			switch {
+			case ctx.Err() != nil:
+				return errInterrupted
+			case errors.Is(err, context.DeadlineExceeded) && watchCtx.Err() != nil:
+				if g := o.goal(); g != "" {
+					return &goalTimeoutError{goal: g}
+				}
+				return nil
+			}
+			return err
+		}
+		silent := o.changesOnly && b.Full() && b.Cause == nodeset.CauseInitial
+		changed := false
+		err = fol.Apply(b, func(ev nodeset.Event) error {
+			changed = true
+			if silent {
+				return nil
+			}
+			if ev.Type != nodeset.BatchDone {
+				printed++
+			}
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+			if o.count > 0 && printed >= o.count {
+				return errGoalMet
+			}
+			return nil
+		})
+		if errors.Is(err, errGoalMet) {
+			return enc.Flush()
+		}
+		if err != nil {
+			return err
+		}
+		if err := enc.Flush(); err != nil {
+			return err
+		}
+		if o.once && b.Synced {
+			return nil
+		}
+		if o.until != nil && changed {
+			met, err := x.untilMet(fol.Set())
+			if err != nil {
+				return err
+			}
+			if met {
+				return nil
+			}
+		}
+	}
+}
+
+// errGoalMet stops a batch early once --count is reached.
+var errGoalMet = errors.New("goal met")
+
+// exprs applies the user's jq programs with the --strict policy: an
+// evaluation error is a warning and counts as "no match", or is fatal.
+type exprs struct {
+	o *watchOptions
+	e *env
+}
+
+func (x *exprs) filterFunc() func(any) (bool, error) {
+	if x.o.filter == nil {
+		return nil
+	}
+	return func(obj any) (bool, error) {
+		ok, err := x.o.filter.Truthy(obj)
+		return ok, x.evalError(err)
+	}
+}
+
+func (x *exprs) equalsFunc() func(a, b any) (bool, error) {
+	if x.o.equals == nil {
+		return nil
+	}
+	return func(a, b any) (bool, error) {
+		eq, err := x.o.equals.Equal(a, b)
+		return eq, x.evalError(err) // on error eq is false: print the change
+	}
+}
+
+func (x *exprs) untilMet(set *nodeset.Set) (bool, error) {
+	var view any
+	if x.o.list {
+		view = set.Objects()
+	} else {
+		set.Ascend(func(_ string, obj any) bool {
+			view = obj
+			return false
+		})
+	}
+	ok, err := x.o.until.Truthy(view)
+	return ok, x.evalError(err)
+}
+
+// evalError applies --strict to an evaluation error.
+func (x *exprs) evalError(err error) error {
+	if err == nil || x.o.strict {
+		return err
+	}
+	x.e.logf("warning: %v (treated as no match)", err)
+	return nil
+}

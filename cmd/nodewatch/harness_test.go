@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const (
+	// timeout: how long to wait for what should happen.
+	timeout = etcdtest.Timeout
+	// quiet: how long to wait to be sure that something does not happen.
+	quiet = 300 * time.Millisecond
+)
+
+// proc is one in-process run of nodewatch.
+type proc struct {
+	cancel context.CancelFunc
+	lines  chan string // complete stdout lines
+	stderr *syncBuffer
+	done   chan int // the exit code
+}
+
+// start runs nodewatch with args in the background.
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &syncBuffer{}, done: make(chan int, 1)}
+	out := &lineWriter{lines: p.lines}
+	go func() { p.done <- run(ctx, args, strings.NewReader(""), out, p.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(timeout):
+			t.Errorf("nodewatch %s did not end after cancel", strings.Join(args, " "))
+		}
+	})
+	return p
+}
+
+// runSync runs nodewatch to the end and returns stdout, stderr and the
+// exit code.
+func runSync(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+// next returns the next stdout line.
+func (p *proc) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l := <-p.lines:
+		return l
+	case <-time.After(timeout):
+		t.Fatalf("no output line within %v; stderr:\n%s", timeout, p.stderr)
+	}
+	return ""
+}
+
+// batch returns the lines up to and including the next batch_done.
+func (p *proc) batch(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for {
+		l := p.next(t)
+		out = append(out, l)
+		if strings.HasPrefix(l, `{"type":"batch_done"`) {
+			return out
+		}
+	}
+}
+
+// none asserts that no line arrives for a while.
+func (p *proc) none(t *testing.T) {
+	t.Helper()
+	select {
+	case l := <-p.lines:
+		t.Fatalf("unexpected output line: %s", l)
+	case <-time.After(quiet):
+	}
+}
+
+// wait returns the exit code once nodewatch ends by itself.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-p.done:
+		return code
+	case <-time.After(timeout):
+		t.Fatalf("nodewatch did not exit within %v", timeout)
+	}
+	return -1
+}
+
+// lineWriter sends every complete line written to it to a channel.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	lines chan string
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.lines <- string(w.buf[:i])
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// golden compares got with testdata/<test name>.ndjson, or rewrites it
+// with -update.
+func golden(t *testing.T, got []string) {
+	t.Helper()
+	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".ndjson")
+	text := strings.Join(got, "\n") + "\n"
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(text, "\n")); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// keyOptions are the flags of `nodewatch key`.
+type keyOptions struct {
+	*watchOptions
+	etcd   etcdOptions
+	key    string
+	prefix bool
+	value  etcdkv.ValueMode
+}
+
+func keyCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "key",
+		Usage:     "watch one etcd key, or every key under a prefix",
+		ArgsUsage: "KEY",
+		Description: `Lists KEY (with --prefix: every key under it) at one revision, then watches
+from the next revision. After a compaction or a lost connection it lists
+again and prints only what differs.
+
+Examples:
+   nodewatch key /config/feature-x
+   nodewatch key --prefix /nodes/ --filter '.value.state == "NODE_STATE_UP"'
+   nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m`,
+		Flags: append(append(etcdFlags(),
+			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
+			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded: auto, json, text or base64"},
+		), watchFlags()...),
+		Action: func(c *cli.Context) error {
+			o, err := parseKeyOptions(c)
+			if err != nil {
+				return err
+			}
+			return runKey(c.Context, e, o)
+		},
+	}
+}
+
+func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
+	if c.NArg() != 1 {
+		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
+	}
+	w, err := parseWatchOptions(c, ".value")
+	if err != nil {
+		return nil, err
+	}
+	mode, err := etcdkv.ParseValueMode(c.String("value"))
+	if err != nil {
+		return nil, usagef("--value: %v", err)
+	}
+	eo, err := parseEtcdOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
+	o.list = o.prefix
+	return o, nil
+}
+
+func runKey(ctx context.Context, e *env, o *keyOptions) error {
+	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	w := &etcdkv.Watcher{
+		Client: client,
+		Key:    o.key,
+		Prefix: o.prefix,
+		Decode: func(kv *mvccpb.KeyValue) (any, error) { return etcdkv.Object(kv, o.value) },
+		Logf:   e.logf,
+	}
+	return follow(ctx, e, o.watchOptions, func(ctx context.Context, out *nodeset.Mailbox) error {
+		return w.Run(ctx, out)
+	})
+}
+
+// etcdFlags are the connection flags for etcd.
+func etcdFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "etcd", Value: "127.0.0.1:2379", EnvVars: []string{"NODEWATCH_ETCD"}, Usage: "etcd endpoints, comma-separated `URL[,URL…]`"},
+		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]` (password also from NODEWATCH_PASSWORD)"},
+		&cli.StringFlag{Name: "cacert", EnvVars: []string{"NODEWATCH_CACERT"}, Usage: "verify servers with the CA certificates in `FILE`"},
+		&cli.StringFlag{Name: "cert", EnvVars: []string{"NODEWATCH_CERT"}, Usage: "client certificate `FILE`"},
+		&cli.StringFlag{Name: "key", EnvVars: []string{"NODEWATCH_KEY"}, Usage: "client key `FILE`"},
+		&cli.StringFlag{Name: "tls-server-name", EnvVars: []string{"NODEWATCH_TLS_SERVER_NAME"}, Usage: "expect `NAME` in the server certificate"},
+	}
+}
+
+// etcdOptions say how to reach etcd.
+type etcdOptions struct {
+	endpoints      []string
+	user, password string
+	tls            *tls.Config
+}
+
+func parseEtcdOptions(c *cli.Context) (etcdOptions, error) {
+	o := etcdOptions{endpoints: splitList(c.String("etcd"))}
+	if len(o.endpoints) == 0 {
+		return o, usagef("--etcd: no endpoint given")
+	}
+	if u := c.String("user"); u != "" {
+		o.user, o.password, _ = strings.Cut(u, ":")
+		if o.password == "" {
+			o.password = os.Getenv("NODEWATCH_PASSWORD")
+		}
+	}
+	t, err := tlsConfig(c)
+	if err != nil {
+		return o, err
+	}
+	o.tls = t
+	return o, nil
+}
+
+// tlsConfig builds the client TLS configuration from --cacert, --cert,
+// --key and --tls-server-name; nil when none is given.
+func tlsConfig(c *cli.Context) (*tls.Config, error) {
+	ca, cert, key, name := c.String("cacert"), c.String("cert"), c.String("key"), c.String("tls-server-name")
+	if ca == "" && cert == "" && key == "" && name == "" {
+		return nil, nil
+	}
+	t := &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usagef("--cacert: %v", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, usagef("--cacert: no PEM certificate in %s", ca)
+		}
+	}
+	if (cert == "") != (key == "") {
+		return nil, usagef("--cert and --key go together")
+	}
+	if cert != "" {
+		kp, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, usagef("--cert/--key: %v", err)
+		}
+		t.Certificates = []tls.Certificate{kp}
+	}
+	return t, nil
+}
+
+// connect opens an etcd client and proves the connection with one read
+// within dialTimeout; failing that, it returns an unavailableError that
+// names the endpoints.
+func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*clientv3.Client, error) {
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   o.endpoints,
+		DialTimeout: dialTimeout,
+		Username:    o.user,
+		Password:    o.password,
+		TLS:         o.tls,
+		Context:     ctx,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, &unavailableError{fmt.Errorf("etcd at %s: %w", strings.Join(o.endpoints, ","), err)}
+	}
+	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if _, err := client.Get(pctx, "\x00", clientv3.WithCountOnly()); err != nil {
+		client.Close()
+		if ctx.Err() != nil {
+			return nil, errInterrupted
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, &unavailableError{fmt.Errorf("no etcd reachable at %s within %v", strings.Join(o.endpoints, ","), dialTimeout)}
+		}
+		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(o.endpoints, ","), err)
+	}
+	return client, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,235 @@
+// Package etcdkv follows a key or a prefix in etcd: it lists the state at
+// one revision, then watches from the next, and hands the result to a
+// nodeset.Mailbox as batches.
+//
+// It is the reference list-then-watch of etcd's mirror.Syncer, plus the
+// parts a long-running watcher needs: the initial list is paged at a fixed
+// revision (a prefix with 100k keys never arrives as one response); a
+// broken watch resumes at the last seen revision + 1; when the history it
+// needs is gone (compaction), it lists again and hands over the full state
+// as a resync, for the follower to turn into differences. Transient errors
+// are logged and retried with capped backoff, never returned.
+package etcdkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// DefaultPageSize is how many keys one list request asks for.
+const DefaultPageSize = 1000
+
+// Watcher follows one key, or every key under a prefix.
+type Watcher struct {
+	Client *clientv3.Client
+	Key    string
+	Prefix bool
+	// PageSize bounds the keys per list response; 0 means DefaultPageSize.
+	PageSize int64
+	// Decode turns a key-value into the object the follower sees. An
+	// error skips the record (it is logged with its key). Nil passes the
+	// *mvccpb.KeyValue itself.
+	Decode func(kv *mvccpb.KeyValue) (any, error)
+	// ID turns a key into the id of its object. Nil uses the key.
+	ID func(key string) string
+	// Logf reports what the watcher retries or skips. Nil discards.
+	Logf func(format string, args ...any)
+	// MaxBackoff caps the wait between retries; 0 means 5s.
+	MaxBackoff time.Duration
+}
+
+// Run lists, then watches, putting batches into out, until ctx ends. The
+// first batch is the initial listing (Cause CauseInitial, Synced); full
+// listings after a compaction are CauseResync; every etcd revision seen by
+// the watch is one CauseChange batch. Run returns ctx.Err() and closes
+// nothing: out belongs to the caller.
+func (w *Watcher) Run(ctx context.Context, out *nodeset.Mailbox) error {
+	cause := nodeset.CauseInitial
+	for {
+		changes, rev, err := w.list(ctx)
+		if err != nil {
+			return err // only ctx errors come back from list
+		}
+		out.Put(nodeset.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev})
+		cause = nodeset.CauseResync
+		if err := w.watch(ctx, rev, out); err != nil {
+			return err
+		}
+		// The history after rev is gone: list again.
+	}
+}
+
+// list reads the whole range at one revision, page by page, retrying
+// transient errors until ctx ends.
+func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
+	var b backoff
+	for {
+		changes, rev, err := w.listOnce(ctx)
+		if err == nil {
+			return changes, rev, nil
+		}
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		w.logf("list %q: %v (retrying)", w.Key, err)
+		if err := b.wait(ctx, w.MaxBackoff); err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
+func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error) {
+	limit := w.PageSize
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	key, end := w.Key, ""
+	if w.Prefix {
+		end = clientv3.GetPrefixRangeEnd(w.Key)
+	}
+	var (
+		changes []nodeset.Change
+		rev     int64
+	)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithLimit(limit), clientv3.WithRev(rev)}
+		if end != "" {
+			opts = append(opts, clientv3.WithRange(end))
+		}
+		resp, err := w.Client.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("at rev %d: %w", rev, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if c, ok := w.change(kv, false); ok {
+				changes = append(changes, c)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 || end == "" {
+			return changes, rev, nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// watch follows changes after rev until the history is gone (returns nil)
+// or ctx ends (returns ctx.Err()).
+func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) error {
+	var b backoff
+	for {
+		next, err := w.watchOnce(ctx, rev, out)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, rev+1)
+			return nil
+		}
+		if next > rev {
+			b = backoff{} // progress was made: this is a fresh failure
+		}
+		rev = next
+		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, rev+1)
+		if err := b.wait(ctx, w.MaxBackoff); err != nil {
+			return err
+		}
+	}
+}
+
+// watchOnce runs one etcd watch from rev+1 and returns the last revision
+// it delivered, with the error that ended it.
+func (w *Watcher) watchOnce(ctx context.Context, rev int64, out *nodeset.Mailbox) (int64, error) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRev(rev + 1)}
+	if w.Prefix {
+		opts = append(opts, clientv3.WithPrefix())
+	}
+	for resp := range w.Client.Watch(wctx, w.Key, opts...) {
+		if err := resp.Err(); err != nil {
+			return rev, err
+		}
+		if resp.IsProgressNotify() {
+			continue
+		}
+		// One batch per revision: one transaction, one batch.
+		events := resp.Events
+		for len(events) > 0 {
+			r := events[0].Kv.ModRevision
+			n := 1
+			for n < len(events) && events[n].Kv.ModRevision == r {
+				n++
+			}
+			b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r}
+			for _, ev := range events[:n] {
+				if c, ok := w.change(ev.Kv, ev.Type == clientv3.EventTypeDelete); ok {
+					b.Changes = append(b.Changes, c)
+				}
+			}
+			out.Put(b)
+			rev = r
+			events = events[n:]
+		}
+	}
+	return rev, errors.New("watch channel closed")
+}
+
+// change turns a key-value into a Change; ok is false for a record that
+// cannot be decoded, which is logged.
+func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, bool) {
+	key := string(kv.Key)
+	id := key
+	if w.ID != nil {
+		id = w.ID(key)
+	}
+	c := nodeset.Change{ID: id, Deleted: deleted, Rev: kv.ModRevision}
+	if deleted {
+		return c, true
+	}
+	if w.Decode == nil {
+		c.Object = kv
+		return c, true
+	}
+	obj, err := w.Decode(kv)
+	if err != nil {
+		w.logf("skipping %q at rev %d: %v", key, kv.ModRevision, err)
+		return c, false
+	}
+	c.Object = obj
+	return c, true
+}
+
+func (w *Watcher) logf(format string, args ...any) {
+	if w.Logf != nil {
+		w.Logf(format, args...)
+	}
+}
+
+// backoff is a capped exponential backoff; the zero value starts at 100ms.
+type backoff struct{ d time.Duration }
+
+func (b *backoff) wait(ctx context.Context, limit time.Duration) error {
+	if limit <= 0 {
+		limit = 5 * time.Second
+	}
+	b.d = min(max(2*b.d, 100*time.Millisecond), limit)
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,163 @@
+// Package etcdtest gives tests a real etcd: an embedded server in a
+// temporary directory, clients for it, and a TCP proxy that can cut a
+// client off and let it back, so reconnects and compactions can be
+// provoked on purpose.
+package etcdtest
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+)
+
+// Timeout is how long tests wait for something that should happen.
+const Timeout = 10 * time.Second
+
+// Start starts an embedded etcd that lives as long as the test and
+// returns its client URL.
+func Start(t testing.TB) string {
+	t.Helper()
+	s, err := embedetcd.Start(embedetcd.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s.Endpoint
+}
+
+// Client returns a client for endpoint, closed when the test ends.
+func Client(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: Timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Put writes key=value and returns the new revision.
+func Put(t testing.TB, c *clientv3.Client, key, value string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	resp, err := c.Put(ctx, key, value)
+	if err != nil {
+		t.Fatalf("put %q: %v", key, err)
+	}
+	return resp.Header.Revision
+}
+
+// Delete deletes key and returns the new revision.
+func Delete(t testing.TB, c *clientv3.Client, key string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	resp, err := c.Delete(ctx, key)
+	if err != nil {
+		t.Fatalf("delete %q: %v", key, err)
+	}
+	return resp.Header.Revision
+}
+
+// Proxy forwards TCP connections from a loopback address to an etcd
+// client URL. Cut closes every connection and refuses new ones until
+// Restore, which is what a network partition looks like to a client.
+type Proxy struct {
+	// Endpoint is the URL clients should dial instead of the target.
+	Endpoint string
+
+	target string
+	l      net.Listener
+	wg     sync.WaitGroup // accept loop and connection pumps
+
+	mu    sync.Mutex // guards cut and conns
+	cut   bool
+	conns map[net.Conn]struct{}
+}
+
+// NewProxy starts a proxy in front of endpoint (http://host:port); it is
+// closed when the test ends.
+func NewProxy(t testing.TB, endpoint string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{
+		Endpoint: "http://" + l.Addr().String(),
+		target:   endpoint[len("http://"):],
+		l:        l,
+		conns:    map[net.Conn]struct{}{},
+	}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		l.Close()
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Cut closes all proxied connections and refuses new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore accepts connections again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			in.Close()
+			continue
+		}
+		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pump(in, out)
+		go p.pump(out, in)
+	}
+}
+
+func (p *Proxy) pump(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}

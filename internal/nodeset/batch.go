@@ -1,0 +1,52 @@
+package nodeset
+
+// Cause says why a batch exists.
+type Cause int
+
+const (
+	// CauseChange is a batch of live changes.
+	CauseChange Cause = iota
+	// CauseInitial is the first full listing of the source.
+	CauseInitial
+	// CauseResync is a full listing after a reconnect or a compaction.
+	CauseResync
+)
+
+// String returns the name printed in batch_done's cause field.
+func (c Cause) String() string {
+	switch c {
+	case CauseInitial:
+		return "initial"
+	case CauseResync:
+		return "resync"
+	default:
+		return "change"
+	}
+}
+
+// Change is the latest state of one id as a source saw it.
+type Change struct {
+	ID      string
+	Object  any  // the new state; nil when Deleted
+	Deleted bool // the id no longer exists at the source
+	Rev     int64
+}
+
+// Batch is what a source hands to the follower: changes that belong
+// together (one etcd transaction, one Curator event, one full listing).
+//
+// A batch whose Cause is CauseInitial or CauseResync is full: Changes hold
+// the complete state of the source, and every id missing from them is gone.
+// A CauseChange batch holds only the ids that changed.
+type Batch struct {
+	Changes []Change
+	Cause   Cause
+	// Synced reports that the source has delivered its initial state.
+	Synced bool
+	// Rev is the etcd revision the batch reflects; 0 where the source has
+	// none (Curator).
+	Rev int64
+}
+
+// Full reports whether b holds the complete state of the source.
+func (b Batch) Full() bool { return b.Cause != CauseChange }

@@ -1,0 +1,183 @@
+package nodeset
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// EventType is the kind of an Event.
+type EventType int
+
+const (
+	// New: an object of interest appeared.
+	New EventType = iota + 1
+	// Updated: an object of interest changed (by Equals).
+	Updated
+	// Deleted: an object went away or stopped matching Filter.
+	Deleted
+	// BatchDone: the end of a batch.
+	BatchDone
+)
+
+// String returns the name printed in the event's type field.
+func (t EventType) String() string {
+	switch t {
+	case New:
+		return "new"
+	case Updated:
+		return "updated"
+	case Deleted:
+		return "deleted"
+	case BatchDone:
+		return "batch_done"
+	}
+	return fmt.Sprintf("EventType(%d)", int(t))
+}
+
+// Counts counts the events of a batch by type.
+type Counts struct {
+	New, Updated, Deleted int
+}
+
+// Event is one line of nodewatch's output.
+type Event struct {
+	Type   EventType
+	ID     string // New, Updated, Deleted
+	Object any    // New, Updated: the state now
+	Prev   any    // Updated, Deleted: the state printed before
+	Rev    int64  // the etcd revision reflected; 0 when unknown
+
+	// BatchDone only.
+	Batch  int
+	Synced bool
+	Cause  Cause
+	Counts Counts
+}
+
+// Follower turns batches into events: it remembers what it printed and
+// prints what differs. Filter and Equals are the user's jq expressions.
+//
+// A Follower is driven by one goroutine; it is not safe for concurrent use.
+type Follower struct {
+	// Filter reports whether an object is of interest. Nil means all are.
+	// An error stops Apply and is returned from it.
+	Filter func(obj any) (bool, error)
+	// Equals reports whether two states of one id are the same for the
+	// user, so that no Updated is printed. Nil means reflect.DeepEqual.
+	// An error stops Apply and is returned from it.
+	Equals func(a, b any) (bool, error)
+
+	set     *Set
+	batches int
+	synced  bool
+}
+
+// NewFollower returns a Follower with an empty set.
+func NewFollower(filter func(any) (bool, error), equals func(a, b any) (bool, error)) *Follower {
+	return &Follower{Filter: filter, Equals: equals, set: NewSet()}
+}
+
+// Set returns the objects printed so far (the current view). The caller
+// must not modify it.
+func (f *Follower) Set() *Set { return f.set }
+
+// Apply compares b with the current view and calls emit for each
+// resulting event in ascending id order, then once with BatchDone.
+//
+// A CauseChange batch that changes nothing prints nothing at all, not even
+// BatchDone: an identical re-put is not news. Initial and resync batches
+// always end in BatchDone, so scripts learn that the view is complete.
+//
+// Changes to one id within b coalesce: the last one wins. The cost is
+// O(k log n) for k changed ids in a set of n, plus O(n) for full batches,
+// which must find the ids that vanished.
+func (f *Follower) Apply(b Batch, emit func(Event) error) error {
+	latest := make(map[string]Change, len(b.Changes))
+	for _, c := range b.Changes {
+		latest[c.ID] = c
+	}
+	if b.Full() {
+		// Whatever is printed but missing from a full listing is gone.
+		f.set.Ascend(func(id string, _ any) bool {
+			if _, ok := latest[id]; !ok {
+				latest[id] = Change{ID: id, Deleted: true, Rev: b.Rev}
+			}
+			return true
+		})
+	}
+	ids := make([]string, 0, len(latest))
+	for id := range latest {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+
+	var counts Counts
+	for _, id := range ids {
+		ev, err := f.step(latest[id])
+		if err != nil {
+			return err
+		}
+		switch ev.Type {
+		case 0:
+			continue
+		case New:
+			counts.New++
+		case Updated:
+			counts.Updated++
+		case Deleted:
+			counts.Deleted++
+		}
+		if err := emit(ev); err != nil {
+			return err
+		}
+	}
+	f.synced = f.synced || b.Synced
+	if !b.Full() && counts == (Counts{}) {
+		return nil
+	}
+	f.batches++
+	return emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev})
+}
+
+// step applies one change to the set and returns the event it causes; an
+// Event with a zero Type means none.
+func (f *Follower) step(c Change) (Event, error) {
+	prev, had := f.set.Get(c.ID)
+	keep := !c.Deleted
+	if keep && f.Filter != nil {
+		ok, err := f.Filter(c.Object)
+		if err != nil {
+			return Event{}, fmt.Errorf("filter %q: %w", c.ID, err)
+		}
+		keep = ok
+	}
+	switch {
+	case !keep && had:
+		f.set.Delete(c.ID)
+		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
+	case !keep:
+		return Event{}, nil
+	case !had:
+		f.set.Put(c.ID, c.Object)
+		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
+	}
+	eq, err := f.equal(prev, c.Object)
+	if err != nil {
+		return Event{}, fmt.Errorf("equals %q: %w", c.ID, err)
+	}
+	if eq {
+		// Keep what was printed, so that Prev is always a state the
+		// user has seen.
+		return Event{}, nil
+	}
+	f.set.Put(c.ID, c.Object)
+	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
+}
+
+func (f *Follower) equal(a, b any) (bool, error) {
+	if f.Equals == nil {
+		return reflect.DeepEqual(a, b), nil
+	}
+	return f.Equals(a, b)
+}

@@ -1,0 +1,185 @@
+package nodeset
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// line is an Event reduced to what a test cares about.
+type line struct {
+	Type      string
+	ID        string
+	Obj, Prev any
+	Batch     int
+	Cause     string
+	Synced    bool
+	Counts    Counts
+}
+
+func run(t *testing.T, f *Follower, batches ...Batch) []line {
+	t.Helper()
+	var out []line
+	for _, b := range batches {
+		err := f.Apply(b, func(e Event) error {
+			l := line{Type: e.Type.String(), ID: e.ID, Obj: e.Object, Prev: e.Prev}
+			if e.Type == BatchDone {
+				l = line{Type: "batch_done", Batch: e.Batch, Cause: e.Cause.String(), Synced: e.Synced, Counts: e.Counts}
+			}
+			out = append(out, l)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+	}
+	return out
+}
+
+func put(id string, v any) Change { return Change{ID: id, Object: v} }
+func del(id string) Change        { return Change{ID: id, Deleted: true} }
+func initial(c ...Change) Batch   { return Batch{Cause: CauseInitial, Synced: true, Changes: c} }
+func change(c ...Change) Batch    { return Batch{Cause: CauseChange, Synced: true, Changes: c} }
+func resync(c ...Change) Batch    { return Batch{Cause: CauseResync, Synced: true, Changes: c} }
+
+func done(n int, cause string, c Counts) line {
+	return line{Type: "batch_done", Batch: n, Cause: cause, Synced: true, Counts: c}
+}
+
+// positive matches objects that are ints > 0.
+func positive(obj any) (bool, error) { return obj.(int) > 0, nil }
+
+func TestFollower(t *testing.T) {
+	tests := []struct {
+		name    string
+		filter  func(any) (bool, error)
+		batches []Batch
+		want    []line
+	}{{
+		name:    "initial in id order",
+		batches: []Batch{initial(put("b", 2), put("a", 1), put("c", 3))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, {Type: "new", ID: "b", Obj: 2}, {Type: "new", ID: "c", Obj: 3},
+			done(1, "initial", Counts{New: 3}),
+		},
+	}, {
+		name:    "empty initial still ends in batch_done",
+		batches: []Batch{initial()},
+		want:    []line{done(1, "initial", Counts{})},
+	}, {
+		name:    "update, identical re-put, delete",
+		batches: []Batch{initial(put("a", 1)), change(put("a", 2)), change(put("a", 2)), change(del("a"))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}),
+			{Type: "updated", ID: "a", Obj: 2, Prev: 1}, done(2, "change", Counts{Updated: 1}),
+			{Type: "deleted", ID: "a", Prev: 2}, done(3, "change", Counts{Deleted: 1}),
+		},
+	}, {
+		name:    "deleted id comes back as new, and goes again as deleted",
+		batches: []Batch{initial(put("a", 1)), change(del("a")), change(put("a", 5)), change(del("a"))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}),
+			{Type: "deleted", ID: "a", Prev: 1}, done(2, "change", Counts{Deleted: 1}),
+			{Type: "new", ID: "a", Obj: 5}, done(3, "change", Counts{New: 1}),
+			{Type: "deleted", ID: "a", Prev: 5}, done(4, "change", Counts{Deleted: 1}),
+		},
+	}, {
+		name:    "filter: starts matching, stops, comes back, is deleted",
+		filter:  positive,
+		batches: []Batch{initial(put("a", 0)), change(put("a", 1)), change(put("a", -1)), change(put("a", 2)), change(del("a"))},
+		want: []line{
+			done(1, "initial", Counts{}),
+			{Type: "new", ID: "a", Obj: 1}, done(2, "change", Counts{New: 1}),
+			{Type: "deleted", ID: "a", Prev: 1}, done(3, "change", Counts{Deleted: 1}),
+			{Type: "new", ID: "a", Obj: 2}, done(4, "change", Counts{New: 1}),
+			{Type: "deleted", ID: "a", Prev: 2}, done(5, "change", Counts{Deleted: 1}),
+		},
+	}, {
+		name:    "tombstones only, for unknown and known ids",
+		batches: []Batch{initial(put("a", 1)), change(del("x"), del("y")), change(del("a"), del("z"))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}),
+			{Type: "deleted", ID: "a", Prev: 1}, done(2, "change", Counts{Deleted: 1}),
+		},
+	}, {
+		name:    "put then delete of a new id within one batch prints nothing",
+		batches: []Batch{initial(), change(put("a", 1), del("a"))},
+		want:    []line{done(1, "initial", Counts{})},
+	}, {
+		name:    "changes to one id coalesce, last wins",
+		batches: []Batch{initial(put("a", 1)), change(put("a", 2), put("a", 3), put("b", 1))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}),
+			{Type: "updated", ID: "a", Obj: 3, Prev: 1}, {Type: "new", ID: "b", Obj: 1}, done(2, "change", Counts{New: 1, Updated: 1}),
+		},
+	}, {
+		name:    "resync prints only differences, deletes included",
+		batches: []Batch{initial(put("a", 1), put("b", 1), put("c", 1)), resync(put("a", 1), put("c", 2), put("d", 1))},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, {Type: "new", ID: "b", Obj: 1}, {Type: "new", ID: "c", Obj: 1}, done(1, "initial", Counts{New: 3}),
+			{Type: "deleted", ID: "b", Prev: 1}, {Type: "updated", ID: "c", Obj: 2, Prev: 1}, {Type: "new", ID: "d", Obj: 1},
+			done(2, "resync", Counts{New: 1, Updated: 1, Deleted: 1}),
+		},
+	}, {
+		name:    "resync with no differences still says so",
+		batches: []Batch{initial(put("a", 1)), resync(put("a", 1))},
+		want:    []line{{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}), done(2, "resync", Counts{})},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := run(t, NewFollower(tt.filter, nil), tt.batches...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFollowerEqualsKeepsPrintedState(t *testing.T) {
+	// Equals compares tens only: 11 and 12 are "the same".
+	tens := func(a, b any) (bool, error) { return a.(int)/10 == b.(int)/10, nil }
+	f := NewFollower(nil, tens)
+	got := run(t, f, initial(put("a", 11)), change(put("a", 12)), change(put("a", 21)))
+	want := []line{
+		{Type: "new", ID: "a", Obj: 11}, done(1, "initial", Counts{New: 1}),
+		// No line for 12; prev of the next update is what was printed.
+		{Type: "updated", ID: "a", Obj: 21, Prev: 11}, done(2, "change", Counts{Updated: 1}),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestFollowerFilterError(t *testing.T) {
+	boom := func(any) (bool, error) { return false, fmt.Errorf("boom") }
+	f := NewFollower(boom, nil)
+	err := f.Apply(initial(put("a", 1)), func(Event) error { return nil })
+	if err == nil {
+		t.Fatal("Apply: got nil error, want the filter's")
+	}
+}
+
+// benchmarkOneChange measures a batch that changes one id in a set of n.
+func benchmarkOneChange(b *testing.B, n int) {
+	f := NewFollower(nil, nil)
+	full := make([]Change, n)
+	for i := range full {
+		full[i] = put(fmt.Sprintf("id-%08d", i), i)
+	}
+	if err := f.Apply(initial(full...), func(Event) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	emit := func(Event) error { return nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("id-%08d", i%n)
+		if err := f.Apply(change(put(id, -i-1)), emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFollowerOneChange1k(b *testing.B)   { benchmarkOneChange(b, 1_000) }
+func BenchmarkFollowerOneChange100k(b *testing.B) { benchmarkOneChange(b, 100_000) }

@@ -1,0 +1,54 @@
+package nodeset
+
+import "github.com/google/btree"
+
+// entry is one object the follower has printed.
+type entry struct {
+	id  string
+	obj any
+}
+
+func lessEntry(a, b entry) bool { return a.id < b.id }
+
+// Set is a set of objects ordered by id (byte-wise, as etcd orders keys).
+// Lookups, inserts and deletes cost O(log n). The zero value is not usable;
+// call NewSet. A Set is not safe for concurrent use.
+type Set struct {
+	tree *btree.BTreeG[entry]
+}
+
+// NewSet returns an empty Set.
+func NewSet() *Set {
+	return &Set{tree: btree.NewG(32, lessEntry)}
+}
+
+// Len returns the number of objects in the set.
+func (s *Set) Len() int { return s.tree.Len() }
+
+// Get returns the object stored under id and whether there is one.
+func (s *Set) Get(id string) (any, bool) {
+	e, ok := s.tree.Get(entry{id: id})
+	return e.obj, ok
+}
+
+// Put stores obj under id, replacing any earlier object.
+func (s *Set) Put(id string, obj any) { s.tree.ReplaceOrInsert(entry{id: id, obj: obj}) }
+
+// Delete removes id from the set; it is a no-op if id is absent.
+func (s *Set) Delete(id string) { s.tree.Delete(entry{id: id}) }
+
+// Ascend calls fn for every object in ascending id order until fn returns
+// false.
+func (s *Set) Ascend(fn func(id string, obj any) bool) {
+	s.tree.Ascend(func(e entry) bool { return fn(e.id, e.obj) })
+}
+
+// Objects returns every object in ascending id order.
+func (s *Set) Objects() []any {
+	out := make([]any, 0, s.tree.Len())
+	s.Ascend(func(_ string, obj any) bool {
+		out = append(out, obj)
+		return true
+	})
+	return out
+}

@@ -1,0 +1,162 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// DefaultEvalTimeout bounds one evaluation of a jq expression, so that
+// `repeat` or `range(1e18)` cannot hang the watch.
+const DefaultEvalTimeout = 2 * time.Second
+
+// Vars are the variables bound with --arg and --argjson, as jq binds them.
+type Vars struct {
+	names  []string
+	values []any
+}
+
+// Add binds $name to value; a later binding of the same name wins.
+func (v *Vars) Add(name string, value any) {
+	name = "$" + strings.TrimPrefix(name, "$")
+	for i, n := range v.names {
+		if n == name {
+			v.values[i] = value
+			return
+		}
+	}
+	v.names = append(v.names, name)
+	v.values = append(v.values, value)
+}
+
+// AddJSON binds $name to the JSON text value (--argjson).
+func (v *Vars) AddJSON(name, value string) error {
+	d := json.NewDecoder(strings.NewReader(value))
+	d.UseNumber()
+	var x any
+	if err := d.Decode(&x); err != nil {
+		return fmt.Errorf("--argjson %s: invalid JSON text: %v", name, err)
+	}
+	if d.More() {
+		return fmt.Errorf("--argjson %s: more than one JSON value", name)
+	}
+	v.Add(name, x)
+	return nil
+}
+
+// CompileError is a jq expression that does not compile. Its message names
+// the flag and the position, e.g.
+// `--filter: unexpected token ")" at position 7: .a | )`.
+type CompileError struct {
+	Flag   string // "--filter"
+	Expr   string
+	Offset int // byte offset of the error, -1 when unknown
+	Err    error
+}
+
+func (e *CompileError) Error() string {
+	if e.Offset >= 0 {
+		return fmt.Sprintf("%s: %v at position %d: %s", e.Flag, e.Err, e.Offset, e.Expr)
+	}
+	return fmt.Sprintf("%s: %v: %s", e.Flag, e.Err, e.Expr)
+}
+
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// Program is a compiled jq expression. It is safe for concurrent use.
+type Program struct {
+	flag    string
+	code    *gojq.Code
+	values  []any
+	timeout time.Duration
+}
+
+// Compile parses and compiles expr, given with flag, with vars bound.
+func Compile(flag, expr string, vars Vars) (*Program, error) {
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		ce := &CompileError{Flag: flag, Expr: expr, Offset: -1, Err: err}
+		var pe *gojq.ParseError
+		if errors.As(err, &pe) {
+			ce.Offset = pe.Offset
+		}
+		return nil, ce
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables(vars.names))
+	if err != nil {
+		return nil, &CompileError{Flag: flag, Expr: expr, Offset: -1, Err: err}
+	}
+	return &Program{flag: flag, code: code, values: vars.values, timeout: DefaultEvalTimeout}, nil
+}
+
+// Flag returns the flag the program was given with.
+func (p *Program) Flag() string { return p.flag }
+
+// Run returns every output of the program for input v. It fails when the
+// program raises an error or runs longer than its time limit.
+func (p *Program) Run(v any) ([]any, error) {
+	return p.run(v, -1)
+}
+
+// Truthy reports whether the first output for v is neither false nor null
+// (jq's notion of truth); no output at all is false.
+func (p *Program) Truthy(v any) (bool, error) {
+	out, err := p.run(v, 1)
+	if err != nil || len(out) == 0 {
+		return false, err
+	}
+	return out[0] != nil && out[0] != false, nil
+}
+
+// Equal reports whether the program gives the same outputs for a and b
+// (--equals as a projection).
+func (p *Program) Equal(a, b any) (bool, error) {
+	pa, err := p.Run(a)
+	if err != nil {
+		return false, err
+	}
+	pb, err := p.Run(b)
+	if err != nil {
+		return false, err
+	}
+	if len(pa) != len(pb) {
+		return false, nil
+	}
+	for i := range pa {
+		if gojq.Compare(pa[i], pb[i]) != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// run collects at most limit outputs (all if limit < 0).
+func (p *Program) run(v any, limit int) ([]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	iter := p.code.RunWithContext(ctx, v, p.values...)
+	var out []any
+	for limit < 0 || len(out) < limit {
+		x, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, ok := x.(error); ok {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				break // `halt` or `empty`-like end: not an error
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("%s: evaluation took longer than %v", p.flag, p.timeout)
+			}
+			return nil, fmt.Errorf("%s: %w", p.flag, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
