@@ -222,23 +222,23 @@ type exprs struct {
 	e *env
 }
 
-func (x *exprs) filterFunc() func(any) (bool, error) {
+func (x *exprs) filterFunc() func(id string, obj any) (bool, error) {
 	if x.o.filter == nil {
 		return nil
 	}
-	return func(obj any) (bool, error) {
+	return func(id string, obj any) (bool, error) {
 		ok, err := x.o.filter.Truthy(obj)
-		return ok, x.evalError(err)
+		return ok, x.evalError(id, err)
 	}
 }
 
-func (x *exprs) equalsFunc() func(a, b any) (bool, error) {
+func (x *exprs) equalsFunc() func(id string, a, b any) (bool, error) {
 	if x.o.equals == nil {
 		return nil
 	}
-	return func(a, b any) (bool, error) {
+	return func(id string, a, b any) (bool, error) {
 		eq, err := x.o.equals.Equal(a, b)
-		return eq, x.evalError(err) // on error eq is false: print the change
+		return eq, x.evalError(id, err) // on error eq is false: print the change
 	}
 }
 
@@ -253,12 +253,19 @@ func (x *exprs) untilMet(set *nodeset.Set) (bool, error) {
 		})
 	}
 	ok, err := x.o.until.Truthy(view)
-	return ok, x.evalError(err)
+	return ok, x.evalError("", err)
 }
 
-// evalError applies --strict to an evaluation error.
-func (x *exprs) evalError(err error) error {
-	if err == nil || x.o.strict {
+// evalError applies --strict to an evaluation error on the object with
+// the given id ("" for the whole view).
+func (x *exprs) evalError(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if id != "" {
+		err = fmt.Errorf("%q: %w", id, err)
+	}
+	if x.o.strict {
 		return err
 	}
 	x.e.logf("warning: %v (treated as no match)", err)

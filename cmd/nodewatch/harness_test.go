@@ -30,16 +30,20 @@ type proc struct {
 	cancel context.CancelFunc
 	lines  chan string // complete stdout lines
 	stderr *syncBuffer
-	done   chan int // the exit code
+	done   chan struct{} // closed when run returns
+	code   int           // run's result, once done is closed
 }
 
 // start runs nodewatch with args in the background.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &syncBuffer{}, done: make(chan int, 1)}
+	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &syncBuffer{}, done: make(chan struct{})}
 	out := &lineWriter{lines: p.lines}
-	go func() { p.done <- run(ctx, args, strings.NewReader(""), out, p.stderr) }()
+	go func() {
+		defer close(p.done)
+		p.code = run(ctx, args, strings.NewReader(""), out, p.stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -101,8 +105,8 @@ func (p *proc) none(t *testing.T) {
 func (p *proc) wait(t *testing.T) int {
 	t.Helper()
 	select {
-	case code := <-p.done:
-		return code
+	case <-p.done:
+		return p.code
 	case <-time.After(timeout):
 		t.Fatalf("nodewatch did not exit within %v", timeout)
 	}

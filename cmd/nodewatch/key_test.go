@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
@@ -22,4 +25,242 @@ func TestKeyOnce(t *testing.T) {
 		t.Fatalf("exit code %d, stderr:\n%s", code, stderr)
 	}
 	golden(t, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"))
+}
+
+// watchKey starts `nodewatch key` and returns it after its initial batch.
+func watchKey(t *testing.T, args ...string) (*proc, []string) {
+	t.Helper()
+	p := start(t, append([]string{"key"}, args...)...)
+	return p, p.batch(t)
+}
+
+func TestKeyLive(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/a/1", `{"v":1}`)
+	p, got := watchKey(t, "--etcd", ep, "--prefix", "/a/")
+
+	etcdtest.Put(t, c, "/a/2", `{"v":1}`) // new
+	got = append(got, p.batch(t)...)
+	etcdtest.Put(t, c, "/a/1", `{"v":2}`) // updated
+	got = append(got, p.batch(t)...)
+	etcdtest.Put(t, c, "/a/1", `{"v":2}`) // identical value: nothing
+	p.none(t)
+	etcdtest.Delete(t, c, "/a/2") // deleted, with prev
+	got = append(got, p.batch(t)...)
+	etcdtest.Put(t, c, "/b/1", "outside the prefix")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// One transaction, three keys: one batch.
+	if _, err := c.Txn(ctx).Then(
+		clientv3.OpPut("/a/3", "three"), clientv3.OpDelete("/a/1"), clientv3.OpPut("/a/0", "zero"),
+	).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+}
+
+func TestKeySingle(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/k", "1")
+	etcdtest.Put(t, c, "/k2", "a key that merely shares the prefix")
+	p, got := watchKey(t, "--etcd", ep, "/k")
+	etcdtest.Put(t, c, "/k2", "changed")
+	etcdtest.Put(t, c, "/k", "2")
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+}
+
+func TestKeyFilter(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/n/a", `{"up":false}`)
+	etcdtest.Put(t, c, "/n/b", `{"up":true}`)
+	p, got := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--filter", ".value.up")
+
+	etcdtest.Put(t, c, "/n/a", `{"up":true}`) // starts matching: new
+	got = append(got, p.batch(t)...)
+	etcdtest.Put(t, c, "/n/a", `{"up":false}`) // stops matching: deleted
+	got = append(got, p.batch(t)...)
+	etcdtest.Put(t, c, "/n/a", `{"up":false,"x":1}`) // still not matching: nothing
+	p.none(t)
+	etcdtest.Put(t, c, "/n/a", `{"up":true}`) // comes back: new again
+	got = append(got, p.batch(t)...)
+	etcdtest.Delete(t, c, "/n/a") // and goes: deleted again
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+}
+
+func TestKeyEquals(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":1}`)
+	p, got := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--equals", ".value.status")
+
+	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":2}`) // outside the projection
+	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":3}`)
+	p.none(t)
+	etcdtest.Put(t, c, "/n/a", `{"status":"down","heartbeat":4}`)
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+}
+
+func TestKeyArgs(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/n/a", `{"zone":"east","size":3}`)
+	etcdtest.Put(t, c, "/n/b", `{"zone":"west","size":5}`)
+	// Flags after the positional argument, jq's two-value --arg.
+	stdout, stderr, code := runSync(t, "key", "/n/", "--etcd", ep, "--prefix", "--once",
+		"--arg", "zone", "west", "--argjson", "min", "4",
+		"--filter", ".value.zone == $zone and .value.size >= $min")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if want := 2; strings.Count(stdout, "\n") != want || !strings.Contains(stdout, `"id":"/n/b"`) {
+		t.Fatalf("want only /n/b and batch_done, got:\n%s", stdout)
+	}
+}
+
+func TestKeyValueModes(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/v/json", `{"a":[1,2.50,"x"]}`)
+	etcdtest.Put(t, c, "/v/text", `not json`)
+	etcdtest.Put(t, c, "/v/bin", "\x00\x01\xff")
+	for _, mode := range []string{"auto", "json", "text", "base64"} {
+		t.Run(mode, func(t *testing.T) {
+			stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/v/", "--once", "--value", mode)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			golden(t, append(strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"), "# stderr:", stderr))
+		})
+	}
+}
+
+func TestKeyBadRecordSkipped(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/v/good", `{"ok":true}`)
+	p, _ := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--value", "json")
+	etcdtest.Put(t, c, "/v/bad", `{"truncated":`)
+	etcdtest.Put(t, c, "/v/after", `{"ok":1}`)
+	got := p.batch(t)
+	if len(got) != 2 || !strings.Contains(got[0], `"id":"/v/after"`) {
+		t.Fatalf("want /v/after after the bad record, got %q", got)
+	}
+	if e := p.stderr.String(); !strings.Contains(e, `"/v/bad"`) || !strings.Contains(e, "not JSON") {
+		t.Fatalf("stderr does not report the bad key:\n%s", e)
+	}
+}
+
+func TestKeyEvalErrorWarns(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/v/str", `"a string"`)
+	etcdtest.Put(t, c, "/v/obj", `{"up":true}`)
+	p, got := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--filter", ".value.up")
+	if len(got) != 2 || !strings.Contains(got[0], `"id":"/v/obj"`) {
+		t.Fatalf("initial batch: want only /v/obj, got %q", got)
+	}
+	if e := p.stderr.String(); !strings.Contains(e, `"/v/str": --filter: expected an object but got: string`) {
+		t.Fatalf("stderr has no warning naming --filter:\n%s", e)
+	}
+	etcdtest.Put(t, c, "/v/later", `{"up":true}`) // the watch goes on
+	if b := p.batch(t); !strings.Contains(b[0], `"id":"/v/later"`) {
+		t.Fatalf("after the warning: got %q", b)
+	}
+
+	// Under --strict the same error ends the run with exit 1.
+	_, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/v/", "--filter", ".value.up", "--strict")
+	if code != 1 || !strings.Contains(stderr, "expected an object but got: string") {
+		t.Fatalf("--strict: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestKeyUntil(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/n/a", `"up"`)
+	p, _ := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--until", `length == 3 and all(.value == "up")`)
+	etcdtest.Put(t, c, "/n/b", `"up"`)
+	p.batch(t)
+	etcdtest.Put(t, c, "/n/c", `"down"`)
+	p.batch(t)
+	etcdtest.Put(t, c, "/n/c", `"up"`)
+	p.batch(t)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d after --until was met; stderr:\n%s", code, p.stderr)
+	}
+}
+
+func TestKeyUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"bad filter", []string{"key", "/x", "--filter", ".a | )"}, `--filter: unexpected token ")" at position 6: .a | )`},
+		{"bad until", []string{"key", "/x", "--until", "length =="}, "--until: unexpected EOF at position 9"},
+		{"bad equals", []string{"key", "/x", "--equals", "nosuchfn"}, "--equals: function not defined: nosuchfn/0"},
+		{"undefined variable", []string{"key", "/x", "--filter", "$nope"}, "--filter: variable not defined: $nope"},
+		{"bad argjson", []string{"key", "/x", "--argjson", "v", "{"}, "--argjson v: invalid JSON"},
+		{"bad value mode", []string{"key", "/x", "--value", "hex"}, `--value: unknown value mode "hex"`},
+		{"no key", []string{"key"}, "want exactly one KEY"},
+		{"unknown flag", []string{"key", "/x", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown command", []string{"keys"}, `unknown command "keys"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runSync(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout not empty: %q", stdout)
+			}
+		})
+	}
+}
+
+// TestKeyCompaction cuts the watcher off from etcd while keys are created,
+// changed and deleted, compacts the history it would need to catch up, and
+// lets it back: it must list again and print exactly the differences.
+func TestKeyCompaction(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	proxy := etcdtest.NewProxy(t, ep)
+	etcdtest.Put(t, c, "/n/keep", "same")
+	etcdtest.Put(t, c, "/n/change", "before")
+	etcdtest.Put(t, c, "/n/delete", "doomed")
+	etcdtest.Put(t, c, "/n/flap", "1")
+	p, got := watchKey(t, "--etcd", proxy.Endpoint, "--prefix", "/n/")
+
+	proxy.Cut()
+	etcdtest.Put(t, c, "/n/change", "after")
+	etcdtest.Delete(t, c, "/n/delete")
+	etcdtest.Put(t, c, "/n/create", "born while cut off")
+	etcdtest.Delete(t, c, "/n/flap")
+	etcdtest.Put(t, c, "/n/flap", "1") // deleted and re-created with the same value
+	etcdtest.Put(t, c, "/n/keep", "same")
+	rev := etcdtest.Put(t, c, "/other", "x")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	p.none(t)
+	proxy.Restore()
+
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+	if e := p.stderr.String(); !strings.Contains(e, "compacted") {
+		t.Errorf("stderr does not mention the compaction:\n%s", e)
+	}
 }

@@ -44,6 +44,10 @@ type Watcher struct {
 	Logf func(format string, args ...any)
 	// MaxBackoff caps the wait between retries; 0 means 5s.
 	MaxBackoff time.Duration
+
+	// onPage, if set, is called with the size of every list response
+	// (a test hook).
+	onPage func(keys int)
 }
 
 // Run lists, then watches, putting batches into out, until ctx ends. The
@@ -110,6 +114,9 @@ func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
+		}
+		if w.onPage != nil {
+			w.onPage(len(resp.Kvs))
 		}
 		for _, kv := range resp.Kvs {
 			if c, ok := w.change(kv, false); ok {

@@ -60,13 +60,14 @@ type Event struct {
 //
 // A Follower is driven by one goroutine; it is not safe for concurrent use.
 type Follower struct {
-	// Filter reports whether an object is of interest. Nil means all are.
-	// An error stops Apply and is returned from it.
-	Filter func(obj any) (bool, error)
+	// Filter reports whether the object with the given id is of
+	// interest. Nil means all are. An error stops Apply and is returned
+	// from it.
+	Filter func(id string, obj any) (bool, error)
 	// Equals reports whether two states of one id are the same for the
 	// user, so that no Updated is printed. Nil means reflect.DeepEqual.
 	// An error stops Apply and is returned from it.
-	Equals func(a, b any) (bool, error)
+	Equals func(id string, a, b any) (bool, error)
 
 	set     *Set
 	batches int
@@ -74,7 +75,7 @@ type Follower struct {
 }
 
 // NewFollower returns a Follower with an empty set.
-func NewFollower(filter func(any) (bool, error), equals func(a, b any) (bool, error)) *Follower {
+func NewFollower(filter func(id string, obj any) (bool, error), equals func(id string, a, b any) (bool, error)) *Follower {
 	return &Follower{Filter: filter, Equals: equals, set: NewSet()}
 }
 
@@ -146,7 +147,7 @@ func (f *Follower) step(c Change) (Event, error) {
 	prev, had := f.set.Get(c.ID)
 	keep := !c.Deleted
 	if keep && f.Filter != nil {
-		ok, err := f.Filter(c.Object)
+		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
 			return Event{}, fmt.Errorf("filter %q: %w", c.ID, err)
 		}
@@ -162,7 +163,7 @@ func (f *Follower) step(c Change) (Event, error) {
 		f.set.Put(c.ID, c.Object)
 		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
 	}
-	eq, err := f.equal(prev, c.Object)
+	eq, err := f.equal(c.ID, prev, c.Object)
 	if err != nil {
 		return Event{}, fmt.Errorf("equals %q: %w", c.ID, err)
 	}
@@ -175,9 +176,9 @@ func (f *Follower) step(c Change) (Event, error) {
 	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
 }
 
-func (f *Follower) equal(a, b any) (bool, error) {
+func (f *Follower) equal(id string, a, b any) (bool, error) {
 	if f.Equals == nil {
 		return reflect.DeepEqual(a, b), nil
 	}
-	return f.Equals(a, b)
+	return f.Equals(id, a, b)
 }

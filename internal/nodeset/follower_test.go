@@ -48,12 +48,12 @@ func done(n int, cause string, c Counts) line {
 }
 
 // positive matches objects that are ints > 0.
-func positive(obj any) (bool, error) { return obj.(int) > 0, nil }
+func positive(_ string, obj any) (bool, error) { return obj.(int) > 0, nil }
 
 func TestFollower(t *testing.T) {
 	tests := []struct {
 		name    string
-		filter  func(any) (bool, error)
+		filter  func(string, any) (bool, error)
 		batches []Batch
 		want    []line
 	}{{
@@ -138,7 +138,7 @@ func TestFollower(t *testing.T) {
 
 func TestFollowerEqualsKeepsPrintedState(t *testing.T) {
 	// Equals compares tens only: 11 and 12 are "the same".
-	tens := func(a, b any) (bool, error) { return a.(int)/10 == b.(int)/10, nil }
+	tens := func(_ string, a, b any) (bool, error) { return a.(int)/10 == b.(int)/10, nil }
 	f := NewFollower(nil, tens)
 	got := run(t, f, initial(put("a", 11)), change(put("a", 12)), change(put("a", 21)))
 	want := []line{
@@ -152,7 +152,7 @@ func TestFollowerEqualsKeepsPrintedState(t *testing.T) {
 }
 
 func TestFollowerFilterError(t *testing.T) {
-	boom := func(any) (bool, error) { return false, fmt.Errorf("boom") }
+	boom := func(string, any) (bool, error) { return false, fmt.Errorf("boom") }
 	f := NewFollower(boom, nil)
 	err := f.Apply(initial(put("a", 1)), func(Event) error { return nil })
 	if err == nil {

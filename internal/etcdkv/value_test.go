@@ -1,0 +1,54 @@
+package etcdkv
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeValue(t *testing.T) {
+	b64 := func(s string) any { return map[string]any{"base64": s} }
+	tests := []struct {
+		name    string
+		in      string
+		mode    ValueMode
+		want    any
+		wantErr bool
+	}{
+		{"auto object", `{"a":1}`, ValueAuto, map[string]any{"a": json.Number("1")}, false},
+		{"auto big number stays exact", `123456789012345678901234567890.5`, ValueAuto, json.Number("123456789012345678901234567890.5"), false},
+		{"auto text", `hello`, ValueAuto, "hello", false},
+		{"auto empty", ``, ValueAuto, "", false},
+		{"auto two JSON values is text", `1 2`, ValueAuto, "1 2", false},
+		{"auto binary", "\xff\x00", ValueAuto, b64("/wA="), false},
+		{"auto JSON string with bad UTF-8 is binary", "\"\xff\"", ValueAuto, b64("Iv8i"), false},
+		{"json ok", `[true,null]`, ValueJSON, []any{true, nil}, false},
+		{"json rejects text", `hello`, ValueJSON, nil, true},
+		{"text keeps JSON as a string", `{"a":1}`, ValueText, `{"a":1}`, false},
+		{"text rejects binary", "\xff", ValueText, nil, true},
+		{"base64", "\xff\x00", ValueBase64, "/wA=", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeValue([]byte(tt.in), tt.mode)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("value (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseValueMode(t *testing.T) {
+	for _, s := range []string{"auto", "json", "text", "base64"} {
+		if _, err := ParseValueMode(s); err != nil {
+			t.Errorf("ParseValueMode(%q): %v", s, err)
+		}
+	}
+	if _, err := ParseValueMode("hex"); err == nil {
+		t.Error("ParseValueMode(hex): no error")
+	}
+}

@@ -1,0 +1,154 @@
+package etcdkv
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// startWatcher runs w until the test ends and returns its mailbox.
+func startWatcher(t *testing.T, w *Watcher) *nodeset.Mailbox {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mb := nodeset.NewMailbox()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		mb.Close(w.Run(ctx, mb))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return mb
+}
+
+func next(t *testing.T, mb *nodeset.Mailbox) nodeset.Batch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	defer cancel()
+	b, err := mb.Next(ctx)
+	if err != nil {
+		t.Fatalf("no batch: %v", err)
+	}
+	sort.Slice(b.Changes, func(i, j int) bool { return b.Changes[i].ID < b.Changes[j].ID })
+	return b
+}
+
+func value(kv *mvccpb.KeyValue) (any, error) { return string(kv.Value), nil }
+
+// TestListPaged: 2,500 keys at page size 100 arrive as 25 responses but
+// one initial batch, all at the revision of the first page.
+func TestListPaged(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	ctx := context.Background()
+	const n = 2500
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100; j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/p/%05d", j), "v"))
+		}
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcdtest.Put(t, c, "/p0", "outside the prefix")
+
+	var mu sync.Mutex
+	var pages []int
+	w := &Watcher{Client: c, Key: "/p/", Prefix: true, PageSize: 100, Decode: value}
+	w.onPage = func(k int) {
+		mu.Lock()
+		defer mu.Unlock()
+		pages = append(pages, k)
+	}
+	b := next(t, startWatcher(t, w))
+	if b.Cause != nodeset.CauseInitial || !b.Synced || len(b.Changes) != n {
+		t.Fatalf("initial batch: cause %v synced %v, %d changes; want initial, synced, %d", b.Cause, b.Synced, len(b.Changes), n)
+	}
+	for i, c := range b.Changes {
+		if want := fmt.Sprintf("/p/%05d", i); c.ID != want {
+			t.Fatalf("change %d is %q, want %q", i, c.ID, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pages) != n/100 || pages[0] != 100 {
+		t.Errorf("list responses = %v, want %d pages of 100", pages, n/100)
+	}
+}
+
+// TestResumeAfterDisconnect: a watcher cut off and let back resumes at the
+// last revision + 1: every change made meanwhile arrives once, as a change
+// batch per revision, with no relisting.
+func TestResumeAfterDisconnect(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	proxy := etcdtest.NewProxy(t, ep)
+	pc := etcdtest.Client(t, proxy.Endpoint)
+	var logs strings.Builder
+	var mu sync.Mutex
+	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
+		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	mb := startWatcher(t, w)
+	if b := next(t, mb); b.Cause != nodeset.CauseInitial {
+		t.Fatalf("first batch cause %v", b.Cause)
+	}
+	proxy.Cut()
+	r1 := etcdtest.Put(t, c, "/r/a", "1")
+	r2 := etcdtest.Put(t, c, "/r/a", "2")
+	r3 := etcdtest.Delete(t, c, "/r/a")
+	proxy.Restore()
+
+	// The three revisions may arrive as one merged batch or several; what
+	// must hold: no resync, and the final state is the deletion at r3.
+	var got []nodeset.Change
+	for len(got) == 0 || got[len(got)-1].Rev != r3 {
+		b := next(t, mb)
+		if b.Cause != nodeset.CauseChange {
+			t.Fatalf("batch cause %v after a plain disconnect, want change", b.Cause)
+		}
+		got = append(got, b.Changes...)
+	}
+	last := got[len(got)-1]
+	if diff := cmp.Diff(nodeset.Change{ID: "/r/a", Deleted: true, Rev: r3}, last); diff != "" {
+		t.Errorf("last change (-want +got):\n%s", diff)
+	}
+	for _, c := range got {
+		if c.Rev != r1 && c.Rev != r2 && c.Rev != r3 {
+			t.Errorf("unexpected change %+v", c)
+		}
+	}
+}
+
+// TestSingleKeyIgnoresSiblings: without Prefix only the key itself is
+// listed and watched.
+func TestSingleKeyIgnoresSiblings(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/s", "1")
+	etcdtest.Put(t, c, "/s/child", "1")
+	mb := startWatcher(t, &Watcher{Client: c, Key: "/s", Decode: value})
+	b := next(t, mb)
+	if len(b.Changes) != 1 || b.Changes[0].ID != "/s" {
+		t.Fatalf("initial batch %+v, want only /s", b.Changes)
+	}
+	etcdtest.Put(t, c, "/s/child", "2")
+	rev := etcdtest.Put(t, c, "/s", "2")
+	b = next(t, mb)
+	if len(b.Changes) != 1 || b.Changes[0].Rev != rev || b.Changes[0].Object != "2" {
+		t.Fatalf("change batch %+v, want /s=2 at rev %d", b.Changes, rev)
+	}
+}
