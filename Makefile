@@ -1,6 +1,6 @@
 GO ?= go
 BIN := bin/nodewatch
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build test lint demo bench proto clean
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	getenv         func(string) string
 }
 
 // logf writes one "nodewatch: ..." line to stderr.
@@ -23,7 +25,7 @@ func (e *env) logf(format string, args ...any) {
 // run is nodewatch without the process around it: it parses args, does
 // the work and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	app := newApp(e)
 	err := app.RunContext(ctx, append([]string{"nodewatch"}, normalizeArgs(app, args)...))
 	if err != nil && ctx.Err() != nil {

@@ -44,6 +44,9 @@ func (e *goalTimeoutError) Error() string {
 }
 func (e *goalTimeoutError) ExitCode() int { return exitTimeout }
 
+// errOutputClosed: the reader of stdout went away; ending is the point.
+var errOutputClosed = errors.New("output closed")
+
 // errInterrupted: SIGINT or SIGTERM (the run's context was cancelled).
 var errInterrupted = errors.New("interrupted")
 
@@ -56,7 +59,7 @@ func exitCode(err error) (code int, report bool) {
 		return exitOK, false
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted, false
-	case isClosedPipe(err):
+	case isClosedPipe(err), errors.Is(err, errOutputClosed):
 		// The reader went away (| head -1): ending quietly is the point.
 		return exitOK, false
 	case errors.As(err, &coded):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -28,7 +29,7 @@ func watchFlags() []cli.Flag {
 		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
 		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--count was not met"},
 		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON) or pretty"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 	}
@@ -48,6 +49,8 @@ type watchOptions struct {
 	dialTimeout           time.Duration
 	// list: --until sees an array of objects (else one object or null).
 	list bool
+	// summary is what -o text shows of an object; nil shows it all.
+	summary func(obj any) string
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -62,14 +65,11 @@ func parseWatchOptions(c *cli.Context, defaultEquals string) (*watchOptions, err
 		timestamps:  c.Bool("timestamps"),
 		dialTimeout: c.Duration("dial-timeout"),
 	}
-	switch f := c.String("output"); f {
-	case "json":
-		o.format = stream.JSON
-	case "pretty":
-		o.format = stream.Pretty
-	default:
-		return nil, usagef("--output: unknown format %q (want json or pretty)", f)
+	f, err := stream.ParseFormat(c.String("output"))
+	if err != nil {
+		return nil, usagef("--output: %v", err)
 	}
+	o.format = f
 	if o.count < 0 {
 		return nil, usagef("--count: must not be negative, got %d", o.count)
 	}
@@ -151,13 +151,34 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 	defer wg.Wait()
 	defer cancel()
 
-	enc := stream.NewEncoder(e.stdout, stream.Options{Format: o.format, Timestamps: o.timestamps})
+	// A reader that goes away ends the run quietly, even when idle.
+	var hungUp atomic.Bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		watchHangup(runCtx, e.stdout, func() {
+			hungUp.Store(true)
+			cancel()
+		})
+	}()
+
+	tty := isTerminal(e.stdout)
+	enc := stream.NewEncoder(e.stdout, stream.Options{
+		Format:        o.format,
+		Timestamps:    o.timestamps,
+		FlushEachLine: tty,
+		Color:         tty && e.getenv("NO_COLOR") == "",
+		Summary:       o.summary,
+	})
 	x := &exprs{o: o, e: e}
 	fol := nodeset.NewFollower(x.filterFunc(), x.equalsFunc())
 	printed := 0
 	for {
 		b, err := mb.Next(watchCtx)
 		if err != nil {
+			if hungUp.Load() {
+				return errOutputClosed
+			}
 			enc.Flush()
 			switch {
 			case ctx.Err() != nil:

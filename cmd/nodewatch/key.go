@@ -13,6 +13,10 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/itchyny/gojq"
 
 	"github.com/urfave/cli/v2"
 
@@ -74,6 +78,12 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
 	o.list = o.prefix
+	o.summary = func(obj any) string {
+		// -o text shows the value; the revisions are noise to a human.
+		m, _ := obj.(map[string]any)
+		b, _ := gojq.Marshal(m["value"])
+		return string(b)
+	}
 	return o, nil
 }
 
@@ -178,7 +188,7 @@ func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*c
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		return nil, &unavailableError{fmt.Errorf("etcd at %s: %w", strings.Join(o.endpoints, ","), err)}
+		return nil, connectError(o.endpoints, dialTimeout, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -187,12 +197,20 @@ func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*c
 		if ctx.Err() != nil {
 			return nil, errInterrupted
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, &unavailableError{fmt.Errorf("no etcd reachable at %s within %v", strings.Join(o.endpoints, ","), dialTimeout)}
-		}
-		return nil, fmt.Errorf("etcd at %s: %w", strings.Join(o.endpoints, ","), err)
+		return nil, connectError(o.endpoints, dialTimeout, err)
 	}
 	return client, nil
+}
+
+// connectError classifies a failure to connect: nobody answering in time
+// is "unavailable" (exit 3); a server that answers and refuses (bad
+// credentials, permissions) is a runtime failure (exit 1).
+func connectError(endpoints []string, dialTimeout time.Duration, err error) error {
+	eps := strings.Join(endpoints, ",")
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
+		return &unavailableError{fmt.Errorf("no etcd reachable at %s within %v", eps, dialTimeout)}
+	}
+	return fmt.Errorf("etcd at %s: %w", eps, err)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -5,29 +5,41 @@ import (
 	"sync"
 )
 
+// DefaultMaxQueued is how many batches a Mailbox keeps apart before it
+// starts merging them.
+const DefaultMaxQueued = 64
+
 // Mailbox carries batches from a source to a consumer without ever
 // queueing without bound.
 //
 // A source must keep reading its connection (etcd and gRPC buffer without
 // limit inside their clients otherwise), while the consumer may be as slow
 // as the pipe behind stdout. The Mailbox sits between them: Put never
-// blocks, and batches not yet taken by Next are merged per id, the latest
-// state winning. Memory is therefore bounded by the number of ids, not by
-// the number of updates. What is lost are intermediate states that nobody
-// had the chance to read, which is what users of a slow pipe want.
+// blocks. Up to MaxQueued batches are kept as they came, so batch
+// boundaries (one etcd transaction, one Curator event) survive a consumer
+// that is merely a little behind. Beyond that, new batches are merged into
+// the last one per id, the latest state winning, so memory is bounded by
+// the number of ids, not by the number of updates. What is lost then are
+// intermediate states nobody had the chance to read, which is what users
+// of a slow pipe want. A full listing (initial or resync) supersedes
+// everything queued before it.
 //
 // Put and Close are called by the source (one goroutine or several); Next by
 // one consumer. All methods are safe for concurrent use.
 type Mailbox struct {
-	ready chan struct{} // capacity 1: "pending changed"
+	// MaxQueued bounds the batches kept apart; 0 means DefaultMaxQueued.
+	// Set it before the first Put.
+	MaxQueued int
 
-	mu      sync.Mutex // guards the fields below
-	pending *merged
-	done    bool
-	err     error
+	ready chan struct{} // capacity 1: "the queue changed"
+
+	mu    sync.Mutex // guards the fields below
+	queue []*merged
+	done  bool
+	err   error
 }
 
-// merged is a batch under construction.
+// merged is a queued batch, possibly several merged.
 type merged struct {
 	changes map[string]Change
 	cause   Cause
@@ -35,37 +47,51 @@ type merged struct {
 	rev     int64
 }
 
+func newMerged(b Batch) *merged {
+	return &merged{changes: make(map[string]Change, len(b.Changes)), cause: b.Cause}
+}
+
+func (m *merged) add(b Batch) {
+	for _, c := range b.Changes {
+		m.changes[c.ID] = c
+	}
+	m.synced = m.synced || b.Synced
+	m.rev = max(m.rev, b.Rev)
+}
+
 // NewMailbox returns an empty Mailbox.
 func NewMailbox() *Mailbox {
 	return &Mailbox{ready: make(chan struct{}, 1)}
 }
 
-// Put hands b to the consumer, merging it with what is still pending. It
-// never blocks. Put after Close is a no-op.
+// Put hands b to the consumer. It never blocks. Put after Close is a no-op.
 func (m *Mailbox) Put(b Batch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done {
 		return
 	}
-	p := m.pending
+	limit := m.MaxQueued
+	if limit <= 0 {
+		limit = DefaultMaxQueued
+	}
 	switch {
-	case p == nil:
-		p = &merged{changes: make(map[string]Change, len(b.Changes)), cause: b.Cause}
-		m.pending = p
 	case b.Full():
-		// A full listing replaces whatever was pending. If the consumer
-		// has not seen the initial listing yet, this still is it.
-		if p.cause != CauseInitial {
-			p.cause = b.Cause
+		// A full listing replaces whatever is queued. If the consumer has
+		// not seen the initial listing yet, this still is it.
+		next := newMerged(b)
+		if len(m.queue) > 0 && m.queue[0].cause == CauseInitial {
+			next.cause = CauseInitial
 		}
-		clear(p.changes)
+		m.queue = append(m.queue[:0], next)
+		next.add(b)
+	case len(m.queue) >= limit:
+		m.queue[len(m.queue)-1].add(b)
+	default:
+		next := newMerged(b)
+		next.add(b)
+		m.queue = append(m.queue, next)
 	}
-	for _, c := range b.Changes {
-		p.changes[c.ID] = c
-	}
-	p.synced = p.synced || b.Synced
-	p.rev = max(p.rev, b.Rev)
 	select {
 	case m.ready <- struct{}{}:
 	default:
@@ -73,7 +99,7 @@ func (m *Mailbox) Put(b Batch) {
 }
 
 // Close tells the consumer that no more batches will come. Next returns
-// what is pending first, then err (or context.Canceled if err is nil).
+// what is queued first, then err (or context.Canceled if err is nil).
 func (m *Mailbox) Close(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -91,14 +117,19 @@ func (m *Mailbox) Close(err error) {
 	}
 }
 
-// Next blocks until a batch is pending and returns it, merged. It returns
+// Next blocks until a batch is queued and returns the oldest. It returns
 // ctx.Err() when ctx ends, and the error given to Close once the mailbox is
 // closed and drained. Changes come in no particular order.
 func (m *Mailbox) Next(ctx context.Context) (Batch, error) {
 	for {
 		m.mu.Lock()
-		p, done, err := m.pending, m.done, m.err
-		m.pending = nil
+		var p *merged
+		if len(m.queue) > 0 {
+			p = m.queue[0]
+			m.queue[0] = nil
+			m.queue = m.queue[1:]
+		}
+		done, err := m.done, m.err
 		m.mu.Unlock()
 		if p != nil {
 			b := Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Changes: make([]Change, 0, len(p.changes))}
@@ -116,4 +147,11 @@ func (m *Mailbox) Next(ctx context.Context) (Batch, error) {
 		case <-m.ready:
 		}
 	}
+}
+
+// Len returns the number of batches queued (for tests and metrics).
+func (m *Mailbox) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queue)
 }

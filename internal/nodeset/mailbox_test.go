@@ -14,6 +14,8 @@ func sorted(b Batch) Batch {
 	return b
 }
 
+// TestMailboxMerges: with MaxQueued 1, every batch merges into the one
+// queued.
 func TestMailboxMerges(t *testing.T) {
 	tests := []struct {
 		name string
@@ -45,6 +47,7 @@ func TestMailboxMerges(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewMailbox()
+			m.MaxQueued = 1
 			for _, b := range tt.puts {
 				m.Put(b)
 			}
@@ -91,17 +94,46 @@ func TestMailboxNextWaits(t *testing.T) {
 	}
 }
 
-// TestMailboxBounded: a million updates of ten ids leave ten pending.
+// TestMailboxKeepsBatchesApart: below MaxQueued, batches come out as they
+// went in.
+func TestMailboxKeepsBatchesApart(t *testing.T) {
+	m := NewMailbox()
+	for i := 1; i <= 3; i++ {
+		m.Put(Batch{Rev: int64(i), Changes: []Change{{ID: "a", Object: i}}})
+	}
+	for i := 1; i <= 3; i++ {
+		b, err := m.Next(context.Background())
+		if err != nil || b.Rev != int64(i) || len(b.Changes) != 1 || b.Changes[0].Object != i {
+			t.Fatalf("batch %d: %+v, %v", i, b, err)
+		}
+	}
+}
+
+// TestMailboxBounded: a million updates of ten ids, nobody reading, leave
+// at most MaxQueued batches, the last holding the latest state of all ten.
 func TestMailboxBounded(t *testing.T) {
 	m := NewMailbox()
-	for i := 0; i < 1_000_000; i++ {
+	const n = 1_000_000
+	for i := 0; i < n; i++ {
 		m.Put(Batch{Changes: []Change{{ID: string(rune('a' + i%10)), Object: i}}})
 	}
-	b, err := m.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if got := m.Len(); got != DefaultMaxQueued {
+		t.Fatalf("queued batches = %d, want %d", got, DefaultMaxQueued)
 	}
-	if len(b.Changes) != 10 {
-		t.Fatalf("pending changes = %d, want 10", len(b.Changes))
+	var last Batch
+	for m.Len() > 0 {
+		b, err := m.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = b
+	}
+	if len(last.Changes) != 10 {
+		t.Fatalf("last batch has %d changes, want 10", len(last.Changes))
+	}
+	for _, c := range last.Changes {
+		if c.Object.(int) < n-10 {
+			t.Errorf("id %s: state %v is not among the latest", c.ID, c.Object)
+		}
 	}
 }

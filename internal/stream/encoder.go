@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -23,7 +24,22 @@ const (
 	JSON Format = iota
 	// Pretty is indented JSON, one object after the other.
 	Pretty
+	// Text is one human line per event: time, type, id and a summary.
+	Text
 )
+
+// ParseFormat parses the value of -o.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "json", "":
+		return JSON, nil
+	case "pretty":
+		return Pretty, nil
+	case "text":
+		return Text, nil
+	}
+	return 0, fmt.Errorf("unknown output format %q (want json, pretty or text)", s)
+}
 
 // Options configure an Encoder.
 type Options struct {
@@ -35,6 +51,11 @@ type Options struct {
 	// FlushEachLine flushes after every line instead of every batch
 	// (stdout is a terminal).
 	FlushEachLine bool
+	// Color marks event types with ANSI colours (Text only).
+	Color bool
+	// Summary returns the part of an object that a Text line shows; nil
+	// shows the whole object as compact JSON.
+	Summary func(obj any) string
 }
 
 // Encoder writes events to an io.Writer. It is not safe for concurrent
@@ -61,6 +82,10 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	}
 	b := &e.line
 	b.Reset()
+	if e.opts.Format == Text {
+		e.text(b, ev)
+		return e.write(b.Bytes(), ev)
+	}
 	b.WriteString(`{"type":"`)
 	b.WriteString(ev.Type.String())
 	b.WriteByte('"')
@@ -107,6 +132,11 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		json.Indent(&ind, out, "", "  ") // out is valid JSON by construction
 		out = ind.Bytes()
 	}
+	return e.write(out, ev)
+}
+
+// write writes one line and flushes when the batch ends.
+func (e *Encoder) write(out []byte, ev nodeset.Event) error {
 	if _, err := e.w.Write(out); err != nil {
 		e.err = err
 		return err
@@ -130,6 +160,61 @@ func (e *Encoder) Flush() error {
 		e.err = err
 	}
 	return e.err
+}
+
+// ANSI colours for Text.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiRed    = "\x1b[31m"
+	ansiDim    = "\x1b[2m"
+)
+
+// text formats ev as a human line, e.g.
+//
+//	14:03:07 new      /nodes/a  {"state":"UP"}
+//	14:03:07 batch 2 (change): 1 new, 0 updated, 0 deleted; synced, rev 8
+func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
+	b.WriteString(e.opts.Now().Format("15:04:05"))
+	b.WriteByte(' ')
+	if ev.Type == nodeset.BatchDone {
+		e.color(b, ansiDim)
+		fmt.Fprintf(b, "batch %d (%s): %d new, %d updated, %d deleted", ev.Batch, ev.Cause, ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted)
+		if ev.Synced {
+			b.WriteString("; synced")
+		}
+		if ev.Rev != 0 {
+			fmt.Fprintf(b, ", rev %d", ev.Rev)
+		}
+		e.color(b, ansiReset)
+		return
+	}
+	c := map[nodeset.EventType]string{nodeset.New: ansiGreen, nodeset.Updated: ansiYellow, nodeset.Deleted: ansiRed}[ev.Type]
+	e.color(b, c)
+	fmt.Fprintf(b, "%-8s", ev.Type)
+	e.color(b, ansiReset)
+	b.WriteByte(' ')
+	if id, ok := ID(ev.ID).(string); ok {
+		b.WriteString(id)
+	} else {
+		writeValue(b, ID(ev.ID))
+	}
+	if ev.Type == nodeset.Deleted {
+		return
+	}
+	b.WriteString("  ")
+	if e.opts.Summary != nil {
+		b.WriteString(e.opts.Summary(ev.Object))
+	} else {
+		writeValue(b, ev.Object)
+	}
+}
+
+func (e *Encoder) color(b *bytes.Buffer, code string) {
+	if e.opts.Color {
+		b.WriteString(code)
+	}
 }
 
 // ID returns how an id is printed: the string itself when it is valid

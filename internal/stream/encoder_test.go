@@ -101,3 +101,46 @@ func TestEncoderStickyError(t *testing.T) {
 		t.Errorf("writer called %d times, want 1", w.calls)
 	}
 }
+
+func TestEncoderText(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
+	events := []nodeset.Event{
+		{Type: nodeset.New, ID: "/a", Object: map[string]any{"v": 1}},
+		{Type: nodeset.Updated, ID: "/a", Object: map[string]any{"v": 2}, Prev: map[string]any{"v": 1}},
+		{Type: nodeset.Deleted, ID: "/a", Prev: map[string]any{"v": 2}},
+		{Type: nodeset.BatchDone, Batch: 3, Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1, Updated: 1, Deleted: 1}, Rev: 8},
+	}
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{{
+		name: "plain",
+		opts: Options{Format: Text, Now: at},
+		want: "14:03:07 new      /a  {\"v\":1}\n" +
+			"14:03:07 updated  /a  {\"v\":2}\n" +
+			"14:03:07 deleted  /a\n" +
+			"14:03:07 batch 3 (change): 1 new, 1 updated, 1 deleted; synced, rev 8\n",
+	}, {
+		name: "colour and summary",
+		opts: Options{Format: Text, Now: at, Color: true, Summary: func(obj any) string { return "S" }},
+		want: "14:03:07 \x1b[32mnew     \x1b[0m /a  S\n" +
+			"14:03:07 \x1b[33mupdated \x1b[0m /a  S\n" +
+			"14:03:07 \x1b[31mdeleted \x1b[0m /a\n" +
+			"14:03:07 \x1b[2mbatch 3 (change): 1 new, 1 updated, 1 deleted; synced, rev 8\x1b[0m\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEncoder(&buf, tt.opts)
+			for _, ev := range events {
+				if err := e.Encode(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, buf.String()); diff != "" {
+				t.Errorf("text (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,374 @@
+package main
+
+// End-to-end tests: build the nodewatch binary and run it as a user
+// would, through pipes, a pseudo-terminal and signals.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds nodewatch once per test run and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodewatch-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "nodewatch")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build nodewatch: %v", buildErr)
+	}
+	return binPath
+}
+
+// command returns an exec.Cmd for the binary with a clean environment.
+func command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	return cmd
+}
+
+// runCmd runs cmd and returns its exit code, stdout and stderr.
+func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("run %v: %v", cmd.Args, err)
+	return -1, "", ""
+}
+
+func TestE2EExitCodes(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/x/a", "1")
+
+	t.Run("0 goal met", func(t *testing.T) {
+		code, out, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--once"))
+		if code != 0 || strings.Count(out, "\n") != 2 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("2 bad flag", func(t *testing.T) {
+		code, out, errOut := runCmd(t, command(t, "key", "--etcd", ep, "/x/", "--timeout", "soon"))
+		if code != 2 || out != "" || !strings.Contains(errOut, "-timeout") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("2 bad jq names the flag", func(t *testing.T) {
+		code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "/x/", "--until", "length >"))
+		if code != 2 || !strings.Contains(errOut, "--until: unexpected EOF at position 8") {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	t.Run("3 unreachable within the dial timeout", func(t *testing.T) {
+		dead, err := unusedAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		code, _, errOut := runCmd(t, command(t, "key", "--etcd", dead, "/x", "--dial-timeout", "1s"))
+		elapsed := time.Since(start)
+		if code != 3 || !strings.Contains(errOut, dead) {
+			t.Fatalf("exit %d, stderr %q; want 3 naming %s", code, errOut, dead)
+		}
+		if elapsed > 1*time.Second+2*time.Second {
+			t.Errorf("took %v with --dial-timeout 1s", elapsed)
+		}
+	})
+	t.Run("124 until not met before timeout", func(t *testing.T) {
+		code, out, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--until", "length == 5", "--timeout", "500ms"))
+		if code != 124 || strings.Count(out, "\n") != 2 || !strings.Contains(errOut, "timed out before --until was met") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+	t.Run("0 timeout without a goal", func(t *testing.T) {
+		code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--timeout", "300ms"))
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run("130 "+sig.String(), func(t *testing.T) {
+			cmd := command(t, "key", "--etcd", ep, "--prefix", "/x/")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(stdout)
+			first, _ := r.ReadString('\n')
+			second, _ := r.ReadString('\n')
+			if !strings.Contains(second, "batch_done") {
+				t.Fatalf("initial batch: %q %q", first, second)
+			}
+			cmd.Process.Signal(sig)
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("after %v: %v, want exit 130", sig, err)
+			}
+		})
+	}
+}
+
+// TestE2EAuthRefused: etcd refuses the credentials: a runtime failure,
+// exit 1, with the password nowhere in the message.
+func TestE2EAuthRefused(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, step := range []func() error{
+		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "/x", "--user", "root:s3cret-wrong"))
+	if code != 1 || !strings.Contains(errOut, "authentication failed") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the reason", code, errOut)
+	}
+	if strings.Contains(errOut, "s3cret-wrong") {
+		t.Fatalf("stderr leaks the password: %q", errOut)
+	}
+	cmd := command(t, "key", "--etcd", ep, "/x", "--user", "root", "--once")
+	cmd.Env = append(cmd.Env, "NODEWATCH_PASSWORD=rootpw")
+	if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, "batch_done") {
+		t.Fatalf("with the right password from NODEWATCH_PASSWORD: exit %d, %q, %q", code, out, errOut)
+	}
+}
+
+// TestE2EPipes: a reader sees each batch at once, and `| head -n 1` ends
+// nodewatch promptly although no further event comes.
+func TestE2EPipes(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/p/a", "1")
+
+	t.Run("reader sees the first batch before exit", func(t *testing.T) {
+		cmd := command(t, "key", "--etcd", ep, "--prefix", "/p/")
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		r := bufio.NewReader(stdout)
+		for _, want := range []string{`"type":"new"`, `"type":"batch_done"`} {
+			l, err := r.ReadString('\n')
+			if err != nil || !strings.Contains(l, want) {
+				t.Fatalf("line %q, %v; want %s", l, err, want)
+			}
+		}
+		etcdtest.Put(t, c, "/p/b", "2")
+		for _, want := range []string{`"id":"/p/b"`, `"type":"batch_done"`} {
+			l, err := r.ReadString('\n')
+			if err != nil || !strings.Contains(l, want) {
+				t.Fatalf("line %q, %v; want %s", l, err, want)
+			}
+		}
+	})
+
+	t.Run("head -n 1", func(t *testing.T) {
+		cmd := exec.Command("/bin/sh", "-c", `"$0" key --etcd "$1" --prefix /p/ | head -n 1`, binary(t), ep)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"id":"/p/a"`) {
+			t.Fatalf("first line %q, %v", line, err)
+		}
+		seen := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("pipeline: %v; stderr %q", err, stderr.String())
+			}
+		case <-time.After(timeout):
+			t.Fatal("nodewatch did not end after head exited")
+		}
+		if d := time.Since(seen); d > time.Second {
+			t.Errorf("pipeline ended %v after head's line, want within a second", d)
+		}
+		if stderr.Len() != 0 {
+			t.Errorf("stderr not empty: %q", stderr.String())
+		}
+	})
+}
+
+func TestE2EChangesOnly(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/c/a", "1")
+	etcdtest.Put(t, c, "/c/b", "1")
+	cmd := command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only", "--count", "2")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the initial state is built: the change below must come
+	// after it. nodewatch prints nothing, so poll its etcd watchers count
+	// instead of sleeping: a watch exists once the list is done.
+	waitForWatch(t, ep)
+	etcdtest.Put(t, c, "/c/a", "2")
+	etcdtest.Delete(t, c, "/c/b")
+	r := bufio.NewReader(stdout)
+	var lines []string
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v; stderr %q", err, stderr.String())
+	}
+	if len(lines) != 3 || !strings.Contains(lines[0], `"type":"updated","id":"/c/a"`) ||
+		!strings.Contains(lines[1], `"type":"batch_done"`) || !strings.Contains(lines[2], `"type":"deleted","id":"/c/b"`) {
+		t.Fatalf("got %q; want the update, its batch_done, the delete (then --count 2 ends it)", lines)
+	}
+}
+
+// TestE2EText: -o text is coloured on a terminal, plain on a pipe and
+// plain on a terminal with NO_COLOR.
+func TestE2EText(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/t/a", `{"v":1}`)
+	args := []string{"key", "--etcd", ep, "--prefix", "/t/", "--once", "-o", "text"}
+
+	code, out, _ := runCmd(t, command(t, args...))
+	if code != 0 || strings.Contains(out, "\x1b[") || !strings.Contains(out, ` new      /t/a  {"v":1}`) {
+		t.Fatalf("pipe: exit %d, %q", code, out)
+	}
+	if got := onTerminal(t, command(t, args...)); !strings.Contains(got, "\x1b[32mnew     \x1b[0m /t/a") {
+		t.Fatalf("terminal: no colour in %q", got)
+	}
+	cmd := command(t, args...)
+	cmd.Env = append(cmd.Env, "NO_COLOR=1")
+	if got := onTerminal(t, cmd); strings.Contains(got, "\x1b[") || !strings.Contains(got, "new      /t/a") {
+		t.Fatalf("terminal with NO_COLOR: %q", got)
+	}
+}
+
+// onTerminal runs cmd with stdout on a new pseudo-terminal and returns
+// what it printed.
+func onTerminal(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer ptm.Close()
+	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile("/dev/pts/"+itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = pts
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pts.Close()
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		k, err := ptm.Read(buf)
+		out.Write(buf[:k])
+		if err != nil { // EIO once the last writer is gone
+			break
+		}
+	}
+	cmd.Wait()
+	return out.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// unusedAddr returns a loopback address nobody listens on.
+func unusedAddr() (string, error) { return embedetcd.FreeAddr() }
+
+// waitForWatch waits until the etcd at ep has at least one watcher, as
+// its own /metrics report it.
+func waitForWatch(t *testing.T, ep string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(ep + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, l := range strings.Split(string(body), "\n") {
+				if v, ok := strings.CutPrefix(l, "etcd_debugging_mvcc_watcher_total "); ok && v != "0" {
+					return
+				}
+			}
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-t.Context().Done():
+			return
+		}
+	}
+	t.Fatal("no etcd watcher appeared")
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// watchHangup calls hangup once the reader of w goes away (`| head -1`
+// exited), even if nothing is being written: a quiet watch would
+// otherwise only notice at its next write, which may never come. It
+// returns when ctx ends. Writers that are not pipes or sockets are never
+// reported.
+func watchHangup(ctx context.Context, w io.Writer, hangup func()) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return
+	}
+	fd := int32(f.Fd())
+	for ctx.Err() == nil {
+		// POLLERR (pipe) or POLLHUP (socket) without asking for any event:
+		// the kernel reports these whatever the mask.
+		fds := []unix.PollFd{{Fd: fd}}
+		n, err := unix.Poll(fds, 200)
+		if err != nil && err != unix.EINTR {
+			return
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			hangup()
+			return
+		}
+	}
+}
