@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func newApp(e *env) *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{err} }
-	commands := []*cli.Command{keyCommand(e)}
+	commands := []*cli.Command{keyCommand(e), completionCommand(e)}
 	for _, c := range commands {
 		c.OnUsageError = onUsage
 	}
@@ -51,6 +51,7 @@ func newApp(e *env) *cli.App {
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,
 		HideHelpCommand:           true,
+		EnableBashCompletion:      true,
 		DisableSliceFlagSeparator: true,
 		OnUsageError:              onUsage,
 		ExitErrHandler:            func(*cli.Context, error) {},
@@ -77,7 +78,7 @@ const argSep = "\x00"
 //
 // Everything after `--` stays positional.
 func normalizeArgs(app *cli.App, args []string) []string {
-	if len(args) == 0 {
+	if len(args) == 0 || args[len(args)-1] == "--generate-bash-completion" {
 		return args
 	}
 	var cmd *cli.Command

@@ -3,6 +3,7 @@ package nodeset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"testing"
 
@@ -135,5 +136,19 @@ func TestMailboxBounded(t *testing.T) {
 		if c.Object.(int) < n-10 {
 			t.Errorf("id %s: state %v is not among the latest", c.ID, c.Object)
 		}
+	}
+}
+
+// BenchmarkMailboxSlowConsumer: a producer putting single-change batches
+// over 1,000 ids while nobody reads; memory stays flat however long it runs.
+func BenchmarkMailboxSlowConsumer(b *testing.B) {
+	m := NewMailbox()
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("id-%04d", i)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m.Put(Batch{Changes: []Change{{ID: ids[i%len(ids)], Object: i}}})
 	}
 }
