@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/sim"
+)
+
+// maxSimNodes bounds --nodes: a million records of about 1 KiB already
+// take half of etcd's default 2 GiB quota.
+const maxSimNodes = 1_000_000
+
+// simOptions are the flags of `nodewatch sim`.
+type simOptions struct {
+	etcd        etcdOptions
+	dialTimeout time.Duration
+	sim         sim.Config
+	rate        float64
+	duration    time.Duration
+	steps       int64
+	clear       bool
+}
+
+// simCommand is `nodewatch sim`: it writes a simulated fleet of node
+// records into etcd and keeps changing it.
+func simCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "write a simulated fleet of node records into etcd and keep changing it",
+		Description: `Writes N node records under --prefix (key PREFIX+ID, value the Node message
+as protobuf JSON, or binary protobuf with --format binary), all UP, then
+changes them at --rate changes per second: status heartbeats, address
+changes and reboots, label changes, nodes joining (NEW, STANDBY, UP) and
+being decommissioned and deleted, keeping the fleet near N.
+
+The same --seed (and --nodes, --prefix, --format) always writes the same
+records in the same order; timestamps come from a simulated clock that
+starts at 2026-01-01T00:00:00Z and advances one second per change. Runs
+until --duration or --steps is reached, or until interrupted (exit 130).
+Progress goes to stderr; nothing is printed on stdout.
+
+Examples:
+   nodewatch sim --nodes 3
+   nodewatch sim --nodes 500 --rate 0 --steps 10000 --seed 7
+   nodewatch sim --clear --prefix /demo/nodes/ --duration 1m`,
+		Flags: append(etcdFlags(),
+			&cli.IntFlag{Name: "nodes", Value: sim.DefaultNodes, Usage: "keep the fleet near `N` nodes"},
+			&cli.Float64Flag{Name: "rate", Value: 1, Usage: "make at most `R` changes per second (0: as fast as etcd takes them)"},
+			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (0: no limit)"},
+			&cli.Int64Flag{Name: "steps", Usage: "stop after `N` changes (0: no limit)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the simulation: the same seed writes the same records"},
+			&cli.StringFlag{Name: "prefix", Value: sim.DefaultPrefix, Usage: "write node records under `PREFIX`"},
+			&cli.StringFlag{Name: "format", Value: "json", Usage: "record `FORMAT`: json (protobuf JSON) or binary (protobuf)"},
+			&cli.BoolFlag{Name: "clear", Usage: "first delete every key under the prefix"},
+			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
+		),
+		Action: func(c *cli.Context) error {
+			o, err := parseSimOptions(c)
+			if err != nil {
+				return err
+			}
+			return runSim(c.Context, e, o)
+		},
+	}
+}
+
+// parseSimOptions reads and checks the flags of `nodewatch sim`; every
+// error is a usage error.
+func parseSimOptions(c *cli.Context) (*simOptions, error) {
+	if c.NArg() > 0 {
+		return nil, usagef("sim: takes no arguments, got %q", c.Args().First())
+	}
+	o := &simOptions{
+		dialTimeout: c.Duration("dial-timeout"),
+		sim: sim.Config{
+			Nodes:  c.Int("nodes"),
+			Seed:   c.Int64("seed"),
+			Prefix: c.String("prefix"),
+		},
+		rate:     c.Float64("rate"),
+		duration: c.Duration("duration"),
+		steps:    c.Int64("steps"),
+		clear:    c.Bool("clear"),
+	}
+	switch {
+	case o.sim.Nodes < 1 || o.sim.Nodes > maxSimNodes:
+		return nil, usagef("--nodes: must be between 1 and %d, got %d", maxSimNodes, o.sim.Nodes)
+	case !(o.rate >= 0) || math.IsInf(o.rate, 0):
+		return nil, usagef("--rate: must be a finite number >= 0, got %v", o.rate)
+	case o.duration < 0:
+		return nil, usagef("--duration: must not be negative, got %v", o.duration)
+	case o.steps < 0:
+		return nil, usagef("--steps: must not be negative, got %d", o.steps)
+	case o.sim.Prefix == "":
+		return nil, usagef("--prefix: must not be empty")
+	case o.dialTimeout <= 0:
+		return nil, usagef("--dial-timeout: must be positive, got %v", o.dialTimeout)
+	}
+	f, err := sim.ParseFormat(c.String("format"))
+	if err != nil {
+		return nil, usagef("--format: %v", err)
+	}
+	o.sim.Format = f
+	if o.etcd, err = parseEtcdOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// runSim connects, writes the initial fleet and changes it until a limit is
+// reached or ctx ends. Once connected, it logs a summary on stderr however
+// it ends.
+func runSim(ctx context.Context, e *env, o *simOptions) error {
+	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if o.clear {
+		resp, err := client.Delete(ctx, o.sim.Prefix, clientv3.WithPrefix())
+		if err != nil {
+			return fmt.Errorf("clear %q: %w", o.sim.Prefix, err)
+		}
+		e.logf("sim: deleted %d keys under %q", resp.Deleted, o.sim.Prefix)
+	}
+	s := sim.New(o.sim)
+	defer func() { e.logf("sim: %v", s.Stats()) }()
+	if err := s.Populate(ctx, client); err != nil {
+		return err
+	}
+	e.logf("sim: wrote %d nodes under %q (seed %d, %s records); changing them %s%s",
+		o.sim.Nodes, o.sim.Prefix, o.sim.Seed, o.sim.Format, describeRate(o.rate), describeLimits(o.duration, o.steps))
+	return s.RunSteps(ctx, client, o.rate, o.duration, o.steps)
+}
+
+// describeRate says how fast the simulation goes, e.g. "at up to 2/s".
+func describeRate(rate float64) string {
+	if rate <= 0 {
+		return "as fast as etcd allows"
+	}
+	return fmt.Sprintf("at up to %g/s", rate)
+}
+
+// describeLimits says when the simulation ends.
+func describeLimits(duration time.Duration, steps int64) string {
+	switch {
+	case duration > 0 && steps > 0:
+		return fmt.Sprintf(" for %v or %d changes", duration, steps)
+	case duration > 0:
+		return fmt.Sprintf(" for %v", duration)
+	case steps > 0:
+		return fmt.Sprintf(" for %d changes", steps)
+	}
+	return " until interrupted"
+}

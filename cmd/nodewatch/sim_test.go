@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/sim"
+)
+
+// runSimSync is runSync for `nodewatch sim`; see runSim.
+func runSimSync(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+	return stdout.String(), stderr.String(), code
+}
+
+
+func TestSimUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no nodes", []string{"--nodes", "0"}, "--nodes"},
+		{"too many nodes", []string{"--nodes", "2000000"}, "--nodes"},
+		{"negative rate", []string{"--rate", "-1"}, "--rate"},
+		{"NaN rate", []string{"--rate", "NaN"}, "--rate"},
+		{"negative duration", []string{"--duration", "-1s"}, "--duration"},
+		{"negative steps", []string{"--steps", "-1"}, "--steps"},
+		{"empty prefix", []string{"--prefix", ""}, "--prefix"},
+		{"bad format", []string{"--format", "yaml"}, "--format"},
+		{"zero dial timeout", []string{"--dial-timeout", "0s"}, "--dial-timeout"},
+		{"argument", []string{"extra"}, "no arguments"},
+		{"not a number", []string{"--nodes", "many"}, "nodes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Port 1 refuses connections: a usage error must come before
+			// any attempt to connect.
+			args := append([]string{"sim", "--etcd", "127.0.0.1:1"}, tt.args...)
+			stdout, stderr, code := runSimSync(t, args...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tt.want) {
+				t.Errorf("nodewatch %s: exit %d, stdout %q, stderr %q; want exit %d, no stdout, %q in stderr",
+					strings.Join(args, " "), code, stdout, stderr, exitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestSimUnavailable(t *testing.T) {
+	stdout, stderr, code := runSimSync(t, "sim", "--etcd", "127.0.0.1:1", "--dial-timeout", "100ms")
+	if code != exitUnavailable || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and no stdout", code, stdout, stderr, exitUnavailable)
+	}
+}
+
+// The command writes what the library writes for the same seed, cleans up
+// with --clear, and stops at --steps or --duration.
+func TestSimCommand(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	s := sim.New(sim.Config{Nodes: 7, Seed: 3, Prefix: "/want/", Format: sim.Binary})
+	if err := s.Populate(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RunSteps(ctx, c, 0, 0, 60); err != nil {
+		t.Fatal(err)
+	}
+	etcdtest.Put(t, c, "/got/stale", "left from an earlier run")
+
+	stdout, stderr, code := runSimSync(t, "sim", "--etcd", ep, "--nodes", "7", "--seed", "3", "--prefix", "/got/",
+		"--format", "binary", "--rate", "0", "--steps", "60", "--clear")
+	if code != exitOK || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		`nodewatch: sim: deleted 1 keys under "/got/"`,
+		`nodewatch: sim: wrote 7 nodes under "/got/" (seed 3, binary records)`,
+		"nodewatch: sim: " + s.Stats().String(),
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if diff := cmp.Diff(simRecords(t, c, "/want/"), simRecords(t, c, "/got/")); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+
+	// A paced run ends after --duration with exit 0.
+	stdout, stderr, code = runSimSync(t, "sim", "--etcd", ep, "--nodes", "3", "--prefix", "/paced/", "--rate", "100", "--duration", "50ms")
+	if code != exitOK || stdout != "" {
+		t.Fatalf("--duration: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+
+	// Without limits it runs until interrupted, then logs its summary and
+	// exits 130. It is interrupted once its first record is in etcd.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	records := c.Watch(wctx, "/endless/", clientv3.WithPrefix())
+	rctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	var errOut syncBuffer
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(rctx, []string{"sim", "--etcd", ep, "--prefix", "/endless/"}, strings.NewReader(""), &out, &errOut) }()
+	select {
+	case <-records:
+	case <-time.After(timeout):
+		t.Fatalf("no record within %v; stderr:\n%s", timeout, errOut.String())
+	}
+	interrupt()
+	select {
+	case code := <-done:
+		if code != exitInterrupted || out.Len() != 0 || !strings.Contains(errOut.String(), "changes") {
+			t.Errorf("interrupted: exit %d, stdout %q, stderr:\n%s", code, out.String(), errOut.String())
+		}
+	case <-time.After(timeout):
+		t.Fatalf("did not end within %v of the interrupt", timeout)
+	}
+}
+
+// simRecords returns every key under prefix, without it, with its value.
+func simRecords(t *testing.T, c *clientv3.Client, prefix string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
+	}
+	return out
+}
