@@ -17,9 +17,9 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-## demo: nodewatch on an embedded etcd, nothing else needed.
+## demo: serve --dev (embedded etcd + simulated fleet) and nodewatch nodes streaming from it.
 demo: build
-	$(GO) run ./scripts/demo $(BIN)
+	bash scripts/demo.sh $(BIN)
 
 ## bench: the follower's per-batch cost at 1k and 100k ids.
 bench:

@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func newApp(e *env) *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{err} }
-	commands := []*cli.Command{keyCommand(e), simCommand(e), completionCommand(e)}
+	commands := []*cli.Command{nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e), completionCommand(e)}
 	for _, c := range commands {
 		c.OnUsageError = onUsage
 	}

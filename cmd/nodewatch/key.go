@@ -107,14 +107,10 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 
 // etcdFlags are the connection flags for etcd.
 func etcdFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "etcd", Value: "127.0.0.1:2379", EnvVars: []string{"NODEWATCH_ETCD"}, Usage: "etcd endpoints, comma-separated `URL[,URL…]`"},
 		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]` (password also from NODEWATCH_PASSWORD)"},
-		&cli.StringFlag{Name: "cacert", EnvVars: []string{"NODEWATCH_CACERT"}, Usage: "verify servers with the CA certificates in `FILE`"},
-		&cli.StringFlag{Name: "cert", EnvVars: []string{"NODEWATCH_CERT"}, Usage: "client certificate `FILE`"},
-		&cli.StringFlag{Name: "key", EnvVars: []string{"NODEWATCH_KEY"}, Usage: "client key `FILE`"},
-		&cli.StringFlag{Name: "tls-server-name", EnvVars: []string{"NODEWATCH_TLS_SERVER_NAME"}, Usage: "expect `NAME` in the server certificate"},
-	}
+	}, tlsFlags()...)
 }
 
 // etcdOptions say how to reach etcd.

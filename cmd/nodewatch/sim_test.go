@@ -24,7 +24,6 @@ func runSimSync(t *testing.T, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
-
 func TestSimUsage(t *testing.T) {
 	tests := []struct {
 		name string
@@ -115,7 +114,9 @@ func TestSimCommand(t *testing.T) {
 	var errOut syncBuffer
 	var out bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(rctx, []string{"sim", "--etcd", ep, "--prefix", "/endless/"}, strings.NewReader(""), &out, &errOut) }()
+	go func() {
+		done <- run(rctx, []string{"sim", "--etcd", ep, "--prefix", "/endless/"}, strings.NewReader(""), &out, &errOut)
+	}()
 	select {
 	case <-records:
 	case <-time.After(timeout):

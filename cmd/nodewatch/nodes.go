@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
+type nodesOptions struct {
+	*watchOptions
+	endpoints []string
+	creds     credentials.TransportCredentials
+	nodeID    string // "" for every node
+}
+
+const nodesDescription = `Follows the Watch RPC of a Monogon Metropolis Curator (or of nodewatch serve)
+and prints every node change as NDJSON. The first batch holds every node and
+ends with synced: true; after a lost connection nodewatch reconnects (to the
+next endpoint, or to the leader a non-leader names) and prints only what
+differs.
+
+Examples:
+   nodewatch nodes --curator 10.0.0.1:7835,10.0.0.2:7835
+   nodewatch nodes --once | jq -r 'select(.type=="new") | .object.status.external_address'
+   nodewatch nodes --until '[.[] | select(.state == "NODE_STATE_UP")] | length >= 3' --timeout 5m
+   nodewatch nodes --filter '.roles.consensus_member' -o text
+   nodewatch nodes --equals '.status.external_address' --changes-only`
+
+const nodeDescription = `Follows one node through the Curator Watch RPC (node_in_cluster). Nothing is
+printed until the node exists; its deletion prints deleted. The wire has no
+"synced" marker for one node: if the server sends nothing within a second of
+connecting, the node is taken not to exist yet (the initial batch is empty).
+
+Examples:
+   nodewatch node metropolis-0123456789abcdef0123456789abcdef --until '.state == "NODE_STATE_UP"' --timeout 10m
+   nodewatch node "$ID" -o text`
+
+func nodesCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:        "nodes",
+		Usage:       "watch every node of a Metropolis cluster (Curator Watch)",
+		Description: nodesDescription,
+		Flags:       append(curatorFlags(), watchFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
+			}
+			o, err := parseNodesOptions(c, "")
+			if err != nil {
+				return err
+			}
+			return runNodes(c.Context, e, o)
+		},
+	}
+}
+
+func nodeCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:        "node",
+		Usage:       "watch one node of a Metropolis cluster (Curator Watch)",
+		ArgsUsage:   "ID",
+		Description: nodeDescription,
+		Flags:       append(curatorFlags(), watchFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 || c.Args().First() == "" {
+				return usagef("node: want exactly one node ID, got %d arguments", c.NArg())
+			}
+			o, err := parseNodesOptions(c, c.Args().First())
+			if err != nil {
+				return err
+			}
+			return runNodes(c.Context, e, o)
+		},
+	}
+}
+
+func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
+	w, err := parseWatchOptions(c, "")
+	if err != nil {
+		return nil, err
+	}
+	o := &nodesOptions{watchOptions: w, nodeID: nodeID, endpoints: splitList(c.String("curator"))}
+	if len(o.endpoints) == 0 {
+		return nil, usagef("--curator: no endpoint given")
+	}
+	if o.creds, err = curatorCredentials(c); err != nil {
+		return nil, err
+	}
+	o.list = nodeID == ""
+	o.summary = nodeSummary
+	return o, nil
+}
+
+func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
+	client := &curator.Client{
+		Endpoints:   o.endpoints,
+		Credentials: o.creds,
+		NodeID:      o.nodeID,
+		Logf:        e.logf,
+		DialTimeout: o.dialTimeout,
+	}
+	err := follow(ctx, e, o.watchOptions, func(ctx context.Context, out *nodeset.Mailbox) error {
+		return client.Run(ctx, out)
+	})
+	if errors.Is(err, curator.ErrUnavailable) {
+		return &unavailableError{err}
+	}
+	return err
+}
+
+// curatorFlags are the connection flags for the Curator.
+func curatorFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "curator", Value: "127.0.0.1:7835", EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
+	}, tlsFlags()...)
+}
+
+// tlsFlags are the client TLS flags shared by etcd and the Curator.
+func tlsFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cacert", EnvVars: []string{"NODEWATCH_CACERT"}, Usage: "verify servers with the CA certificates in `FILE`"},
+		&cli.StringFlag{Name: "cert", EnvVars: []string{"NODEWATCH_CERT"}, Usage: "client certificate `FILE`"},
+		&cli.StringFlag{Name: "key", EnvVars: []string{"NODEWATCH_KEY"}, Usage: "client key `FILE`"},
+		&cli.StringFlag{Name: "tls-server-name", EnvVars: []string{"NODEWATCH_TLS_SERVER_NAME"}, Usage: "expect `NAME` in the server certificate"},
+	}
+}
+
+// curatorCredentials returns TLS credentials for the Curator, or nil for
+// plaintext. Metropolis names nodes' server certificates after node ids,
+// not addresses, so unless --tls-server-name is given the chain is
+// verified against --cacert without a host-name check.
+func curatorCredentials(c *cli.Context) (credentials.TransportCredentials, error) {
+	t, err := tlsConfig(c)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	if t.ServerName == "" && t.RootCAs != nil {
+		roots := t.RootCAs
+		t.InsecureSkipVerify = true // replaced by the chain check below
+		t.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("server sent no certificate")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
+			return err
+		}
+	}
+	return credentials.NewTLS(t), nil
+}
+
+// nodeSummary is what -o text shows of a node: state, address, roles.
+func nodeSummary(obj any) string {
+	n, _ := obj.(map[string]any)
+	state, _ := n["state"].(string)
+	state = strings.TrimPrefix(state, "NODE_STATE_")
+	if state == "" {
+		state = "INVALID"
+	}
+	parts := []string{state}
+	if st, ok := n["status"].(map[string]any); ok {
+		if a, ok := st["external_address"].(string); ok {
+			parts = append(parts, a)
+		}
+	}
+	if roles, ok := n["roles"].(map[string]any); ok {
+		var rs []string
+		for _, r := range []string{"consensus_member", "kubernetes_controller", "kubernetes_worker"} {
+			if _, ok := roles[r]; ok {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			parts = append(parts, strings.Join(rs, ","))
+		}
+	}
+	return fmt.Sprint(strings.Join(parts, " "))
+}

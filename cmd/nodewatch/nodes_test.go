@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/sim"
+)
+
+// node returns a node record with the given id suffix, state and address.
+func node(id string, state commonpb.NodeState, addr string) *apipb.Node {
+	n := &apipb.Node{Id: "metropolis-" + id, State: state, Roles: &commonpb.NodeRoles{}}
+	if addr != "" {
+		n.Status = &commonpb.NodeStatus{ExternalAddress: addr}
+	}
+	return n
+}
+
+// putNode writes n under /nodes/.
+func putNode(t *testing.T, c *clientv3.Client, n *apipb.Node) {
+	t.Helper()
+	b, err := curator.EncodeRecord(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdtest.Put(t, c, curator.DefaultPrefix+n.Id, string(b))
+}
+
+const (
+	idA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	idB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	idC = "cccccccccccccccccccccccccccccccc"
+)
+
+// serve runs `nodewatch serve` in-process on a free loopback address over
+// etcd at ep and returns the address and the run.
+func serve(t *testing.T, ep string) (string, *proc) {
+	t.Helper()
+	addr, err := embedetcd.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, serveAt(t, ep, addr)
+}
+
+// serveAt runs `nodewatch serve` on addr and waits until it serves.
+func serveAt(t *testing.T, ep, addr string) *proc {
+	t.Helper()
+	p := start(t, "serve", "--etcd", ep, "--listen", addr)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for !strings.Contains(p.stderr.String(), "serving Curator Watch on") {
+		select {
+		case <-p.done:
+			t.Fatalf("serve exited %d: %s", p.code, p.stderr)
+		case <-deadline:
+			t.Fatalf("serve not serving after %v: %s", timeout, p.stderr)
+		case <-tick.C:
+		}
+	}
+	return p
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// stop interrupts a run and waits for it.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	p.wait(t)
+}
+
+func TestNodesOnce(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	s := sim.New(sim.Config{Nodes: 4, Seed: 42})
+	if err := s.Populate(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := serve(t, ep)
+	stdout, stderr, code := runSync(t, "nodes", "--curator", addr, "--once")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	golden(t, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"))
+}
+
+// TestNodesBigBacklog: a backlog over 2 MiB comes in several Curator
+// events but is printed as one batch.
+func TestNodesBigBacklog(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	const n = 40
+	big := strings.Repeat("x", 100<<10) // 100 KiB per node: 4 MB in all
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		nd := node(strings.Repeat("0", 30)+itoa2(i), commonpb.NodeState_NODE_STATE_UP, "10.0.0.1")
+		nd.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "blob", Value: big}}}
+		b, _ := curator.EncodeRecord(nd)
+		if _, err := c.Put(ctx, curator.DefaultPrefix+nd.Id, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, _ := serve(t, ep)
+	stdout, stderr, code := runSync(t, "nodes", "--curator", addr, "--once")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != n+1 || !strings.Contains(lines[n], `"counts":{"new":40,"updated":0,"deleted":0}`) {
+		t.Fatalf("got %d lines, last %.200q; want %d new then one batch_done", len(lines), lines[len(lines)-1], n)
+	}
+}
+
+func itoa2(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+func TestNodesLive(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	addr, _ := serve(t, ep)
+
+	t.Run("new, updated, deleted, re-created", func(t *testing.T) {
+		p := start(t, "nodes", "--curator", addr)
+		got := p.batch(t)
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+		got = append(got, p.batch(t)...)
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+		got = append(got, p.batch(t)...)
+		etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idB)
+		got = append(got, p.batch(t)...)
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+		got = append(got, p.batch(t)...)
+		golden(t, got)
+	})
+
+	t.Run("--equals on the address", func(t *testing.T) {
+		p := start(t, "nodes", "--curator", addr, "--equals", ".status.external_address")
+		p.batch(t)
+		n := node(idA, commonpb.NodeState_NODE_STATE_STANDBY, "10.0.0.1")
+		putNode(t, c, n) // state changes, address does not: nothing
+		p.none(t)
+		n.Status.ExternalAddress = "10.9.9.9"
+		putNode(t, c, n)
+		got := p.batch(t)
+		if len(got) != 2 || !strings.Contains(got[0], `"type":"updated"`) || !strings.Contains(got[0], `"external_address":"10.9.9.9"`) {
+			t.Fatalf("got %q, want one updated with the new address", got)
+		}
+	})
+}
+
+func TestNodeOne(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	addr, _ := serve(t, ep)
+
+	p := start(t, "node", "metropolis-"+idC, "--curator", addr)
+	got := p.batch(t) // the empty initial batch: the node does not exist
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2")) // another node: nothing
+	p.none(t)
+	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
+	got = append(got, p.batch(t)...)
+	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
+	got = append(got, p.batch(t)...)
+	etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idC)
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+
+	// `node` with an id the server refuses: exit 1 with the reason.
+	_, stderr, code := runSync(t, "node", "bad/id", "--curator", addr)
+	if code != 1 || !strings.Contains(stderr, "InvalidArgument") {
+		t.Fatalf("bad id: exit %d, stderr %q; want 1 and InvalidArgument", code, stderr)
+	}
+}
+
+// TestNodesServeRestart: serve goes away while nodes runs, the fleet
+// changes meanwhile (deletes included), serve comes back on the same
+// address: nodes prints exactly the differences.
+func TestNodesServeRestart(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	addr, srv := serve(t, ep)
+	p := start(t, "nodes", "--curator", addr)
+	got := p.batch(t)
+
+	srv.stop(t)
+	etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idA)
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_DECOMMISSIONED, "10.0.0.2"))
+	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
+	serveAt(t, ep, addr)
+
+	got = append(got, p.batch(t)...)
+	golden(t, got)
+	if !strings.Contains(p.stderr.String(), "reconnecting") {
+		t.Errorf("stderr does not log the reconnect:\n%s", p.stderr)
+	}
+}
+
+// TestNodesFailover: two serve replicas over one etcd; the client, given
+// both, moves to the second when the first stops, printing only
+// differences.
+func TestNodesFailover(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	addr1, srv1 := serve(t, ep)
+	addr2, _ := serve(t, ep)
+	p := start(t, "nodes", "--curator", addr1+","+addr2)
+	p.batch(t)
+
+	srv1.stop(t)
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+	// Whether B is made before or after the client reaches the second
+	// replica decides whether it comes in the resync batch or after it;
+	// either way: one resync, B printed once as new, A never again.
+	var resynced, newB int
+	for newB == 0 {
+		for _, l := range p.batch(t) {
+			switch {
+			case strings.Contains(l, `"cause":"resync"`):
+				resynced++
+			case strings.Contains(l, `"type":"new","id":"metropolis-`+idB):
+				newB++
+			case strings.Contains(l, idA):
+				t.Errorf("A printed again: %s", l)
+			}
+		}
+	}
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	last := p.batch(t)
+	if resynced != 1 || newB != 1 || len(last) != 2 || !strings.Contains(last[0], `"type":"updated"`) {
+		t.Fatalf("resync batches %d, new B %d, then %q", resynced, newB, last)
+	}
+	if !strings.Contains(p.stderr.String(), addr2) {
+		t.Errorf("stderr does not mention the second endpoint %s:\n%s", addr2, p.stderr)
+	}
+}
+
+// TestNodesFollowLeader: the endpoint given answers Unimplemented for
+// Watch and names the leader in GetCurrentLeader, as a Metropolis
+// non-leader does: the client follows it.
+func TestNodesFollowLeader(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	leader, _ := serve(t, ep)
+	host, port, _ := net.SplitHostPort(leader)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	(&curator.NonLeader{NodeID: "follower", LeaderNodeID: "leader", LeaderHost: host, LeaderPort: atoi(t, port)}).Register(gs)
+	go gs.Serve(l)
+	t.Cleanup(gs.Stop)
+
+	stdout, stderr, code := runSync(t, "nodes", "--curator", l.Addr().String(), "--once")
+	if code != 0 || !strings.Contains(stdout, `"id":"metropolis-`+idA+`"`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, leader) {
+		t.Errorf("stderr does not say where it went:\n%s", stderr)
+	}
+}
+
+// TestServeBadRecord: an undecodable record is reported with its key and
+// skipped; streams go on.
+func TestServeBadRecord(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	etcdtest.Put(t, c, curator.DefaultPrefix+"metropolis-broken", "{not a node")
+	addr, srv := serve(t, ep)
+	p := start(t, "nodes", "--curator", addr)
+	if got := p.batch(t); len(got) != 2 {
+		t.Fatalf("initial batch %q, want node A only", got)
+	}
+	etcdtest.Put(t, c, curator.DefaultPrefix+"metropolis-"+idB, `{"id":"metropolis-someone-else"}`) // id mismatch
+	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
+	if got := p.batch(t); !strings.Contains(got[0], idC) {
+		t.Fatalf("after bad records: %q, want node C", got)
+	}
+	errs := srv.stderr.String()
+	for _, key := range []string{`"/nodes/metropolis-broken"`, `"/nodes/metropolis-` + idB + `"`} {
+		if !strings.Contains(errs, key) {
+			t.Errorf("serve's stderr does not name %s:\n%s", key, errs)
+		}
+	}
+}
+
+// TestServeRefusesPlaintext: a non-loopback address needs TLS or
+// --insecure.
+func TestServeRefusesPlaintext(t *testing.T) {
+	_, stderr, code := runSync(t, "serve", "--listen", "0.0.0.0:7835")
+	if code != 2 || !strings.Contains(stderr, "refusing plaintext") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/sim"
+)
+
+// serveOptions are the flags of `nodewatch serve`.
+type serveOptions struct {
+	listen      string
+	etcd        etcdOptions
+	prefix      string
+	nodeID      string
+	insecure    bool
+	creds       credentials.TransportCredentials
+	dialTimeout time.Duration
+
+	dev      bool
+	devNodes int
+	devRate  float64
+	dataDir  string
+}
+
+func serveCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the Curator Watch API over node records kept in etcd",
+		Description: `Serves metropolis.node.core.curator.proto.api.Curator/Watch and
+CuratorLocal/GetCurrentLeader over the node records under --prefix in etcd
+(key PREFIX+ID, value the Node as protobuf JSON or binary protobuf). One etcd
+watch feeds every client stream; several serve replicas can run side by side.
+A record that cannot be decoded is reported on stderr and skipped.
+
+With --dev, serve starts its own etcd (in-process, loopback, data in a
+temporary directory unless --data-dir) and a simulated fleet of --dev-nodes
+nodes on it, so everything runs on one machine with nothing installed.
+
+Plaintext is refused on a non-loopback --listen address unless --insecure or
+--listen-cert/--listen-key are given.
+
+Examples:
+   nodewatch serve --dev
+   nodewatch serve --etcd https://etcd-0:2379,https://etcd-1:2379 --cacert ca.pem --listen 0.0.0.0:7835 --listen-cert srv.pem --listen-key srv.key`,
+		Flags: append(etcdFlags(),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7835", Usage: "serve on `HOST:PORT`"},
+			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "node records live under `PREFIX`"},
+			&cli.StringFlag{Name: "node-id", Value: "nodewatch-serve", Usage: "this server's `ID` in GetCurrentLeader"},
+			&cli.BoolFlag{Name: "insecure", Usage: "allow plaintext on a non-loopback address"},
+			&cli.StringFlag{Name: "listen-cert", Usage: "serve TLS with the certificate in `FILE`"},
+			&cli.StringFlag{Name: "listen-key", Usage: "serve TLS with the key in `FILE`"},
+			&cli.StringFlag{Name: "listen-cacert", Usage: "require client certificates signed by the CA in `FILE` (mTLS)"},
+			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when etcd cannot be reached within `D`"},
+			&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
+			&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
+			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
+			&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR` (default: a temporary directory)"},
+		),
+		Action: func(c *cli.Context) error {
+			o, err := parseServeOptions(c)
+			if err != nil {
+				return err
+			}
+			return runServe(c.Context, e, o)
+		},
+	}
+}
+
+func parseServeOptions(c *cli.Context) (*serveOptions, error) {
+	if c.NArg() > 0 {
+		return nil, usagef("serve: takes no arguments, got %q", c.Args().First())
+	}
+	o := &serveOptions{
+		listen:      c.String("listen"),
+		prefix:      c.String("prefix"),
+		nodeID:      c.String("node-id"),
+		insecure:    c.Bool("insecure"),
+		dialTimeout: c.Duration("dial-timeout"),
+		dev:         c.Bool("dev"),
+		devNodes:    c.Int("dev-nodes"),
+		devRate:     c.Float64("dev-rate"),
+		dataDir:     c.String("data-dir"),
+	}
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return nil, usagef("--listen: %v", err)
+	}
+	switch {
+	case o.prefix == "":
+		return nil, usagef("--prefix: must not be empty")
+	case o.devNodes < 1:
+		return nil, usagef("--dev-nodes: must be at least 1, got %d", o.devNodes)
+	case !(o.devRate >= 0):
+		return nil, usagef("--dev-rate: must be >= 0, got %v", o.devRate)
+	case o.dialTimeout <= 0:
+		return nil, usagef("--dial-timeout: must be positive")
+	}
+	if o.creds, err = serverCredentials(c); err != nil {
+		return nil, err
+	}
+	if o.creds == nil && !o.insecure && !isLoopback(host) {
+		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.listen)
+	}
+	if o.etcd, err = parseEtcdOptions(c); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// isLoopback reports whether host only ever means this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serverCredentials builds the server's TLS from --listen-cert,
+// --listen-key and --listen-cacert; nil for plaintext.
+func serverCredentials(c *cli.Context) (credentials.TransportCredentials, error) {
+	cert, key, ca := c.String("listen-cert"), c.String("listen-key"), c.String("listen-cacert")
+	if cert == "" && key == "" && ca == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, usagef("--listen-cert and --listen-key go together")
+	}
+	kp, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, usagef("--listen-cert/--listen-key: %v", err)
+	}
+	t := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usagef("--listen-cacert: %v", err)
+		}
+		t.ClientCAs = x509.NewCertPool()
+		if !t.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, usagef("--listen-cacert: no PEM certificate in %s", ca)
+		}
+		t.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(t), nil
+}
+
+func runServe(ctx context.Context, e *env, o *serveOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	if o.dev {
+		dir := o.dataDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "nodewatch-dev-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
+		srv, err := embedetcd.Start(embedetcd.Config{Dir: dir})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		o.etcd = etcdOptions{endpoints: []string{srv.Endpoint}}
+	}
+	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	host, portStr, _ := net.SplitHostPort(l.Addr().String())
+	port, _ := strconv.Atoi(portStr)
+	server := curator.NewServer(curator.ServerConfig{
+		Etcd: client, Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
+	})
+	var opts []grpc.ServerOption
+	if o.creds != nil {
+		opts = append(opts, grpc.Creds(o.creds))
+	}
+	gs := grpc.NewServer(opts...)
+	server.Register(gs)
+
+	errc := make(chan error, 3)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errc <- server.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		if err := gs.Serve(l); err != nil {
+			errc <- fmt.Errorf("serve: %w", err)
+		}
+	}()
+	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.endpoints)
+
+	if o.dev {
+		s := sim.New(sim.Config{Nodes: o.devNodes, Seed: time.Now().UnixNano(), Prefix: o.prefix})
+		if err := s.Populate(ctx, client); err != nil {
+			gs.Stop()
+			return fmt.Errorf("dev: write the simulated fleet: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Run(ctx, client, o.devRate, 0); err != nil && ctx.Err() == nil {
+				e.logf("dev: simulator stopped: %v", err)
+			}
+		}()
+		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.endpoints[0], o.devNodes, o.devRate)
+		e.logf("dev:   nodewatch nodes --curator %s", l.Addr())
+		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.endpoints[0])
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	cancel()
+	// server.Run has ended (or is ending) every Watch stream; give gRPC a
+	// moment to finish them, then close what is left.
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(2 * time.Second):
+		gs.Stop()
+		<-stopped
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,535 @@
+package curator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// Defaults for the Client's zero-valued fields.
+const (
+	DefaultDialTimeout = 5 * time.Second
+	DefaultMaxBackoff  = 5 * time.Second
+	DefaultSettle      = time.Second
+)
+
+// maxRecvSize lets a client read a backlog event holding one node larger
+// than MaxEventSize (the Curator only splits between nodes), and more.
+const maxRecvSize = 64 << 20
+
+// ErrUnavailable is returned (wrapped, naming the endpoints and the last
+// error) by Client.Run when no Watch stream could be established within
+// DialTimeout of Run's start. `nodewatch` exits 3 on it. Once a stream has
+// been established, Run never returns it: connection losses are retried
+// for ever.
+var ErrUnavailable = errors.New("unavailable")
+
+// Client is the source behind `nodewatch nodes` and `nodewatch node ID`:
+// it follows the Curator's Watch stream and hands nodeset batches to a
+// Mailbox, each Change holding a node id and, for upserts, the node as
+// Object returns it.
+//
+// # Batches
+//
+// All nodes (NodeID ""; kind nodes_in_cluster): the backlog events, up to
+// and including the one marked PROGRESS_LAST_BACKLOGGED, become one full
+// batch (CauseInitial, or CauseResync after a reconnect; Synced); each
+// later event becomes one CauseChange batch (nodes as upserts, tombstones
+// as deletes).
+//
+// One node (NodeID set; kind node_in_cluster): the wire has no progress
+// marker, and the server sends nothing at all while the node does not
+// exist. So each stream's first full batch (CauseInitial, then
+// CauseResync; Synced) is decided thus: if an event arrives within Settle
+// of the stream's opening, the batch holds the node it carries; if none
+// arrives, the node is taken not to exist and the batch is empty. Later
+// events are CauseChange batches. After a reconnect the empty resync is
+// what turns a deletion missed while disconnected into a `deleted` event.
+// The cost of the rule: a server slower than Settle to send an existing
+// node makes it look absent until it arrives (then `new`), and `--once`
+// on a missing node takes Settle.
+//
+// # Faults
+//
+// When a stream breaks, Run logs it, waits with capped exponential
+// backoff (100ms doubling up to MaxBackoff), moves to the next endpoint,
+// watches again and hands over the full state (CauseResync), which the
+// follower turns into differences. A server answering codes.Unimplemented
+// (a non-leader Metropolis node) is asked CuratorLocal.GetCurrentLeader,
+// and the watch goes to the leader it names. InvalidArgument,
+// PermissionDenied, Unauthenticated, NotFound, FailedPrecondition,
+// OutOfRange and AlreadyExists end Run with an error wrapping the gRPC
+// status (status.Code finds it); everything else (Unavailable, transport
+// errors, a server that stops) is retried.
+//
+// A stream counts as established once it delivered an event, or, for one
+// node, stayed open for Settle. Until the first one is, Run gives up with
+// ErrUnavailable after DialTimeout.
+//
+// A Client's fields must not change while Run runs.
+type Client struct {
+	// Endpoints are the Curator addresses (host:port) to try, in order.
+	// Required.
+	Endpoints []string
+	// Credentials secure the connections, to the endpoints and to the
+	// leaders they name; nil means plaintext (insecure.NewCredentials).
+	// For a Metropolis cluster they verify the chain against the cluster
+	// CA without a host-name check (SPEC §6); that is the caller's to
+	// build.
+	Credentials credentials.TransportCredentials
+	// DialOptions are added to every connection's options.
+	DialOptions []grpc.DialOption
+	// NodeID is the node to watch (node_in_cluster); "" watches every
+	// node (nodes_in_cluster).
+	NodeID string
+	// Logf reports broken streams, reconnects and leader redirects, and
+	// nodes it skips. Nil discards.
+	Logf func(format string, args ...any)
+	// DialTimeout bounds the wait for the first established stream (see
+	// ErrUnavailable); a connection to one endpoint may take at most its
+	// share, DialTimeout / len(Endpoints), to become ready, before and
+	// after. 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// MaxBackoff caps the wait between reconnects; 0 means
+	// DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// Settle is how long a node_in_cluster stream may stay silent before
+	// the node is taken not to exist; 0 means DefaultSettle. It is
+	// capped at half of DialTimeout.
+	Settle time.Duration
+}
+
+// Run watches until ctx ends or a fatal error occurs, putting batches into
+// out; it closes nothing (out belongs to the caller). It blocks, and
+// returns ctx.Err() when ctx ends, an error wrapping ErrUnavailable when no
+// stream could be established within DialTimeout of the start, or an
+// error wrapping the gRPC status a server refused the watch with (see
+// Client). Concurrent Runs of one Client are independent of each other.
+func (c *Client) Run(ctx context.Context, out *nodeset.Mailbox) error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("curator client: no endpoints configured")
+	}
+	r := &clientRun{c: c, out: out, deadline: time.Now().Add(c.dialTimeout())}
+	var (
+		bo      backoff
+		lastErr error // the last failure before the first stream was established
+	)
+	for i := 0; ; i = (i + 1) % len(c.Endpoints) {
+		target := c.Endpoints[i]
+		before := r.established.Load()
+		err := r.attempt(ctx, target)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fatal *fatalError
+		if errors.As(err, &fatal) {
+			return fmt.Errorf("curator %s: %w", target, err)
+		}
+		connected := r.established.Load() > 0
+		if !connected {
+			if errors.Is(err, errDialWindow) {
+				lastErr = fmt.Errorf("%s: no answer yet", target)
+			} else {
+				lastErr = fmt.Errorf("%s: %w", target, err)
+			}
+			if errors.Is(err, errDialWindow) || !time.Now().Before(r.deadline) {
+				return r.unavailable(lastErr)
+			}
+		}
+		if r.established.Load() > before {
+			bo = backoff{} // this was a working stream: a fresh failure
+		}
+		d := bo.next(c.maxBackoff())
+		c.logf("curator %s: %v; reconnecting to %s in %v", target, err, c.Endpoints[(i+1)%len(c.Endpoints)], d)
+		if !connected {
+			d = min(d, time.Until(r.deadline))
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+		if !connected && !time.Now().Before(r.deadline) {
+			return r.unavailable(lastErr)
+		}
+	}
+}
+
+func (c *Client) dialTimeout() time.Duration {
+	if c.DialTimeout > 0 {
+		return c.DialTimeout
+	}
+	return DefaultDialTimeout
+}
+
+// connectTimeout bounds the wait for one connection to become ready: a
+// share of DialTimeout, so that an endpoint that does not answer at all
+// leaves time to try the others.
+func (c *Client) connectTimeout() time.Duration {
+	return c.dialTimeout() / time.Duration(len(c.Endpoints))
+}
+
+func (c *Client) maxBackoff() time.Duration {
+	if c.MaxBackoff > 0 {
+		return c.MaxBackoff
+	}
+	return DefaultMaxBackoff
+}
+
+func (c *Client) settle() time.Duration {
+	d := c.Settle
+	if d <= 0 {
+		d = DefaultSettle
+	}
+	return min(d, c.dialTimeout()/2)
+}
+
+func (c *Client) dialOptions() []grpc.DialOption {
+	creds := c.Credentials
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return append([]grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvSize)),
+	}, c.DialOptions...)
+}
+
+func (c *Client) request() *apipb.WatchRequest {
+	if c.NodeID == "" {
+		return &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodesInCluster_{NodesInCluster: &apipb.WatchRequest_NodesInCluster{}}}
+	}
+	return &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodeInCluster_{NodeInCluster: &apipb.WatchRequest_NodeInCluster{NodeId: c.NodeID}}}
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}
+
+// errDialWindow cancels an attempt when DialTimeout passes before the
+// first stream is established.
+var errDialWindow = errors.New("dial timeout passed")
+
+// fatalError marks an error that retrying cannot fix.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// isFatal reports whether a server refusing a watch with code refuses it
+// for good: asking again, elsewhere, gives the same answer.
+func isFatal(code codes.Code) bool {
+	switch code {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.NotFound,
+		codes.FailedPrecondition, codes.OutOfRange, codes.AlreadyExists:
+		return true
+	}
+	return false
+}
+
+// clientRun is the state of one Client.Run. Its atomics are shared with
+// node_in_cluster's settle timer.
+type clientRun struct {
+	c        *Client
+	out      *nodeset.Mailbox
+	deadline time.Time // for the first established stream
+
+	established atomic.Int64 // streams established so far
+	handedFull  atomic.Bool  // a full batch was handed over: the next is a resync
+}
+
+func (r *clientRun) unavailable(lastErr error) error {
+	msg := fmt.Sprintf("no connection to curator at %s within %v", strings.Join(r.c.Endpoints, ","), r.c.dialTimeout())
+	if lastErr == nil {
+		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+	}
+	return fmt.Errorf("%w: %s (last error: %v)", ErrUnavailable, msg, lastErr)
+}
+
+// attempt watches at target, or at the leader target names, until the
+// stream breaks, and returns why.
+func (r *clientRun) attempt(ctx context.Context, target string) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if r.established.Load() == 0 {
+		t := time.AfterFunc(time.Until(r.deadline), func() {
+			if r.established.Load() == 0 {
+				cancel(errDialWindow)
+			}
+		})
+		defer t.Stop()
+	}
+	leader, err := r.watch(ctx, target)
+	if leader != "" && ctx.Err() == nil {
+		r.c.logf("curator %s is not the leader; following it to the leader at %s", target, leader)
+		var next string
+		next, err = r.watch(ctx, leader)
+		switch {
+		case next != "":
+			err = fmt.Errorf("leader %s named by %s refused Watch too (it names %s): %w", leader, target, next, err)
+		case err != nil:
+			err = fmt.Errorf("leader %s: %w", leader, err)
+		}
+	}
+	if errors.Is(context.Cause(ctx), errDialWindow) {
+		return errDialWindow
+	}
+	return err
+}
+
+// watch connects to target and follows its Watch stream until it breaks.
+// If target refuses with codes.Unimplemented, watch returns the address
+// of the leader it names.
+func (r *clientRun) watch(ctx context.Context, target string) (leader string, err error) {
+	conn, err := grpc.NewClient(target, r.c.dialOptions()...)
+	if err != nil {
+		return "", &fatalError{fmt.Errorf("bad endpoint %q: %w", target, err)}
+	}
+	defer conn.Close()
+	if err := waitReady(ctx, conn, r.c.connectTimeout()); err != nil {
+		return "", err
+	}
+	stream, err := apipb.NewCuratorClient(conn).Watch(ctx, r.c.request())
+	if err == nil {
+		var est atomic.Bool
+		if r.c.NodeID == "" {
+			err = r.recvNodes(stream, &est)
+		} else {
+			err = r.recvNode(stream, &est)
+		}
+	}
+	if ctx.Err() != nil {
+		return "", err
+	}
+	switch code := status.Code(err); {
+	case code == codes.Unimplemented:
+		leader, lerr := currentLeader(ctx, conn, r.c.dialTimeout())
+		if status.Code(lerr) == codes.Unimplemented {
+			return "", &fatalError{fmt.Errorf("refuses Watch (%v) and does not serve GetCurrentLeader: not a curator", err)}
+		}
+		if lerr != nil {
+			return "", fmt.Errorf("refuses Watch (%v) and names no leader: %w", err, lerr)
+		}
+		return leader, err
+	case isFatal(code):
+		return "", &fatalError{err}
+	}
+	return "", err
+}
+
+// waitReady connects conn and waits until it is ready, for at most
+// timeout. A connection that failed is not an error here: the call that
+// follows fails at once, with the reason.
+func waitReady(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no connection within %v", timeout))
+	defer cancel()
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		switch s {
+		case connectivity.Ready, connectivity.TransientFailure:
+			return nil
+		case connectivity.Shutdown:
+			return errors.New("connection shut down")
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// currentLeader asks conn's server for the Curator leader and returns its
+// host:port.
+func currentLeader(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel() // ends the stream, which the server keeps open
+	st, err := apipb.NewCuratorLocalClient(conn).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
+	if err != nil {
+		return "", err
+	}
+	resp, err := st.Recv()
+	if err == io.EOF {
+		return "", errors.New("GetCurrentLeader ended without a response")
+	}
+	if err != nil {
+		return "", err
+	}
+	host, port := resp.GetLeaderHost(), resp.GetLeaderPort()
+	if host == "" || port <= 0 || port > 65535 {
+		return "", fmt.Errorf("no leader known (leader %q at %q port %d)", resp.GetLeaderNodeId(), host, port)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+}
+
+// establish counts the stream whose flag est is as established, once.
+func (r *clientRun) establish(est *atomic.Bool) {
+	if est.CompareAndSwap(false, true) {
+		r.established.Add(1)
+	}
+}
+
+// recvNodes follows a nodes_in_cluster stream until it breaks.
+func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool) error {
+	backlog := map[string]nodeset.Change{} // nil once handed over
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return recvError(err)
+		}
+		r.establish(est)
+		changes := r.changes(ev, "")
+		if backlog == nil {
+			if len(changes) > 0 {
+				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+			}
+			continue
+		}
+		for _, c := range changes {
+			backlog[c.ID] = c
+		}
+		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+			r.putFull(backlog)
+			backlog = nil
+		}
+	}
+}
+
+// recvNode follows a node_in_cluster stream until it breaks; see Client
+// for how its first batch is decided.
+func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool) error {
+	var (
+		// mu orders the settle timer's batch with the stream's, and
+		// guards first and over.
+		mu    sync.Mutex
+		first = true  // no full batch was handed over on this stream
+		over  = false // the stream ended: the timer must hand over nothing
+	)
+	settle := time.AfterFunc(r.c.settle(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || !first {
+			return
+		}
+		first = false
+		r.putFull(nil)
+		r.establish(est)
+	})
+	defer func() {
+		settle.Stop()
+		mu.Lock()
+		over = true
+		mu.Unlock()
+	}()
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return recvError(err)
+		}
+		changes := r.changes(ev, r.c.NodeID)
+		mu.Lock()
+		if first {
+			first = false
+			latest := make(map[string]nodeset.Change, len(changes))
+			for _, c := range changes {
+				latest[c.ID] = c
+			}
+			r.putFull(latest)
+		} else if len(changes) > 0 {
+			r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+		}
+		mu.Unlock()
+		r.establish(est)
+	}
+}
+
+func recvError(err error) error {
+	if err == io.EOF {
+		return errors.New("the server ended the stream")
+	}
+	return err
+}
+
+// putFull hands over the full state whose latest changes per id are
+// latest (deletes among them are dropped).
+func (r *clientRun) putFull(latest map[string]nodeset.Change) {
+	b := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Changes: make([]nodeset.Change, 0, len(latest))}
+	if r.handedFull.Swap(true) {
+		b.Cause = nodeset.CauseResync
+	}
+	for _, c := range latest {
+		if !c.Deleted {
+			b.Changes = append(b.Changes, c)
+		}
+	}
+	r.out.Put(b)
+}
+
+// changes turns ev into changes, nodes first, then tombstones; only those
+// of node only, unless only is "".
+func (r *clientRun) changes(ev *apipb.WatchEvent, only string) []nodeset.Change {
+	out := make([]nodeset.Change, 0, len(ev.GetNodes())+len(ev.GetNodeTombstones()))
+	for _, n := range ev.GetNodes() {
+		id := n.GetId()
+		switch {
+		case id == "":
+			r.c.logf("skipping a node without id")
+			continue
+		case only != "" && id != only:
+			r.c.logf("skipping node %q: watching %q", id, only)
+			continue
+		}
+		obj, err := Object(n)
+		if err != nil {
+			r.c.logf("skipping node %q: %v", id, err)
+			continue
+		}
+		out = append(out, nodeset.Change{ID: id, Object: obj})
+	}
+	for _, t := range ev.GetNodeTombstones() {
+		if id := t.GetNodeId(); id != "" && (only == "" || id == only) {
+			out = append(out, nodeset.Change{ID: id, Deleted: true})
+		}
+	}
+	return out
+}
+
+// backoff is a capped exponential backoff; the zero value starts at 100ms.
+type backoff struct{ d time.Duration }
+
+// next returns the next wait: 100ms, doubling, at most limit.
+func (b *backoff) next(limit time.Duration) time.Duration {
+	b.d = min(max(2*b.d, 100*time.Millisecond), limit)
+	return b.d
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,393 @@
+package curator
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// obj returns n as the client hands it over.
+func obj(t *testing.T, n *apipb.Node) map[string]any {
+	t.Helper()
+	o, err := Object(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func upsert(t *testing.T, n *apipb.Node) nodeset.Change {
+	return nodeset.Change{ID: n.GetId(), Object: obj(t, n)}
+}
+
+func deletion(id string) nodeset.Change { return nodeset.Change{ID: id, Deleted: true} }
+
+func batch(cause nodeset.Cause, changes ...nodeset.Change) nodeset.Batch {
+	return nodeset.Batch{Cause: cause, Synced: true, Changes: changes}
+}
+
+func diffBatch(t *testing.T, want, got nodeset.Batch) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("batch (-want +got):\n%s", diff)
+	}
+}
+
+// apply runs b through f and returns the events it prints.
+func apply(t *testing.T, f *nodeset.Follower, b nodeset.Batch) []nodeset.Event {
+	t.Helper()
+	var evs []nodeset.Event
+	if err := f.Apply(b, func(ev nodeset.Event) error {
+		evs = append(evs, ev)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// testClient returns a Client for addrs with test-sized timings.
+func testClient(lg *logs, addrs ...string) *Client {
+	return &Client{
+		Endpoints:   addrs,
+		Logf:        lg.logf,
+		DialTimeout: 2 * time.Second,
+		MaxBackoff:  200 * time.Millisecond,
+		Settle:      200 * time.Millisecond,
+	}
+}
+
+// deadAddr returns a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// silentAddr returns a loopback address that accepts TCP connections (in
+// the kernel's backlog) but never speaks.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// TestClientNodes: the backlog becomes one initial batch, each later
+// event one change batch, tombstones deletes.
+func TestClientNodes(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	n1, n2, n3 := node("n1", up, "a"), node("n2", fresh, ""), node("n3", up, "c")
+	st.put(n2, n1)
+	lg := newLogs(t)
+	_, g := serveStore(t, st, lg)
+	r := startClient(t, testClient(lg, g.addr))
+	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1), upsert(t, n2)), r.next())
+
+	st.put(n3)
+	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n3)), r.next())
+	n2 = node("n2", up, "b")
+	st.put(n2)
+	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n2)), r.next())
+	st.del("n1") // an event with a tombstone only
+	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
+	r.none()
+}
+
+// TestClientBacklogInSeveralEvents: however many events the backlog takes,
+// it is one batch.
+func TestClientBacklogInSeveralEvents(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	var want []nodeset.Change
+	for i := range 10 {
+		n := node("n"+strconv.Itoa(i), up, "192.0.2."+strconv.Itoa(i))
+		st.put(n)
+		want = append(want, upsert(t, n))
+	}
+	s := NewServer(ServerConfig{Etcd: st.etcd})
+	s.eventLimit = 100 // about two nodes per event
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	g := serveGRPC(t, "", s)
+	defer g.stop()
+	r := startClient(t, testClient(newLogs(t), g.addr))
+	diffBatch(t, batch(nodeset.CauseInitial, want...), r.next())
+	r.none()
+}
+
+// TestClientReconnectResync: the server goes away while nodes change; on
+// its return the client hands over the full state, which a follower turns
+// into exactly the differences.
+func TestClientReconnectResync(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	a, b, c := node("a", up, "1"), node("b", up, "2"), node("c", fresh, "")
+	st.put(a, b, c)
+	lg := newLogs(t)
+	_, g1 := serveStore(t, st, lg)
+	r := startClient(t, testClient(lg, g1.addr))
+	f := nodeset.NewFollower(nil, nil)
+	if evs := apply(t, f, r.next()); len(evs) != 4 {
+		t.Fatalf("initial events %+v, want 3 new and batch_done", evs)
+	}
+
+	g1.stop()
+	lg.waitFor(g1.addr, "reconnecting")
+	st.del("b")
+	c2, d := node("c", up, "3"), node("d", up, "4")
+	st.put(c2, d)
+	// A new server (which lists etcd afresh) on the same address.
+	serveGRPC(t, g1.addr, startServer(t, ServerConfig{Etcd: st.etcd, Logf: lg.logf}))
+
+	got := r.next()
+	if got.Cause != nodeset.CauseResync {
+		t.Fatalf("batch after reconnect has cause %v, want resync", got.Cause)
+	}
+	want := []nodeset.Event{
+		{Type: nodeset.Deleted, ID: "b", Prev: obj(t, b)},
+		{Type: nodeset.Updated, ID: "c", Object: obj(t, c2), Prev: obj(t, c)},
+		{Type: nodeset.New, ID: "d", Object: obj(t, d)},
+		{Type: nodeset.BatchDone, Batch: 2, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{New: 1, Updated: 1, Deleted: 1}},
+	}
+	if diff := cmp.Diff(want, apply(t, f, got)); diff != "" {
+		t.Errorf("events after resync (-want +got):\n%s", diff)
+	}
+	r.none()
+}
+
+// TestClientEndpoints: an endpoint that is down is skipped, and when the
+// one in use goes down, the client moves to the next.
+func TestClientEndpoints(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	n1 := node("n1", up, "a")
+	st.put(n1)
+	lg := newLogs(t)
+	sA, gA := serveStore(t, st, lg)
+	sB, gB := serveStore(t, st, lg)
+
+	t.Run("endpoint in use goes down", func(t *testing.T) {
+		r := startClient(t, testClient(lg, gA.addr, gB.addr))
+		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+		if got := sA.subscribers(); got != 1 {
+			t.Fatalf("first server has %d subscribers, want 1", got)
+		}
+		gA.stop()
+		diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1)), r.next())
+		if got := sB.subscribers(); got != 1 {
+			t.Errorf("second server has %d subscribers, want 1", got)
+		}
+	})
+
+	t.Run("first endpoint refuses connections", func(t *testing.T) {
+		r := startClient(t, testClient(lg, deadAddr(t), gB.addr))
+		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+	})
+
+	t.Run("first endpoint does not answer", func(t *testing.T) {
+		r := startClient(t, testClient(lg, silentAddr(t), gB.addr))
+		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+	})
+}
+
+// TestClientFollowsLeader: a non-leader answers Unimplemented and names
+// the leader; the client watches there.
+func TestClientFollowsLeader(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	n1 := node("n1", up, "a")
+	st.put(n1)
+	lg := newLogs(t)
+	_, leader := serveStore(t, st, lg)
+	host, port, err := net.SplitHostPort(leader.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	other := serveGRPC(t, "", &NonLeader{NodeID: "metropolis-2", LeaderNodeID: "metropolis-1", LeaderHost: host, LeaderPort: p})
+
+	r := startClient(t, testClient(lg, other.addr))
+	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+	lg.waitFor(other.addr, "not the leader", leader.addr)
+}
+
+// TestClientUnavailable: without a connection within DialTimeout, Run
+// gives up with ErrUnavailable naming the endpoints.
+func TestClientUnavailable(t *testing.T) {
+	t.Parallel()
+	const dialTimeout = 500 * time.Millisecond
+	tests := []struct {
+		name      string
+		endpoints func(t *testing.T) []string
+	}{
+		{"refused", func(t *testing.T) []string { return []string{deadAddr(t)} }},
+		{"silent", func(t *testing.T) []string { return []string{silentAddr(t)} }},
+		{"all of several", func(t *testing.T) []string { return []string{deadAddr(t), silentAddr(t), deadAddr(t)} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := testClient(newLogs(t), tt.endpoints(t)...)
+			c.DialTimeout = dialTimeout
+			start := time.Now()
+			err := c.Run(context.Background(), nodeset.NewMailbox())
+			elapsed := time.Since(start)
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Run = %v, want ErrUnavailable", err)
+			}
+			t.Logf("Run = %v (after %v)", err, elapsed)
+			if elapsed < dialTimeout || elapsed > dialTimeout+2*time.Second {
+				t.Errorf("Run gave up after %v, want just after %v", elapsed, dialTimeout)
+			}
+			for _, ep := range c.Endpoints {
+				if !strings.Contains(err.Error(), ep) {
+					t.Errorf("error %q does not name endpoint %s", err, ep)
+				}
+			}
+		})
+	}
+}
+
+// TestClientRefused: a server refusing the watch for good ends Run with
+// its status, at once.
+func TestClientRefused(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	lg := newLogs(t)
+	_, g := serveStore(t, st, lg)
+	c := testClient(lg, g.addr)
+	c.NodeID = "a/b"
+	err := startClient(t, c).wait()
+	if status.Code(err) != codes.InvalidArgument || errors.Is(err, ErrUnavailable) {
+		t.Errorf("Run = %v, want InvalidArgument", err)
+	}
+	t.Logf("Run = %v", err)
+}
+
+// TestClientRunEndsWithContext: Run returns ctx.Err(), connected or not.
+func TestClientRunEndsWithContext(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	lg := newLogs(t)
+	_, g := serveStore(t, st, lg)
+	for _, ep := range []string{g.addr, silentAddr(t)} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- testClient(lg, ep).Run(ctx, nodeset.NewMailbox()) }()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run at %s = %v, want context.Canceled", ep, err)
+			}
+		case <-time.After(timeout):
+			t.Fatalf("Run at %s did not return after cancel", ep)
+		}
+	}
+}
+
+// TestClientNode: a missing node is an empty initial state after Settle;
+// then its states, then its deletion.
+func TestClientNode(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	st.put(node("other", up, "x"))
+	lg := newLogs(t)
+	_, g := serveStore(t, st, lg)
+	c := testClient(lg, g.addr)
+	c.NodeID = "n1"
+	r := startClient(t, c)
+	diffBatch(t, batch(nodeset.CauseInitial), r.next())
+
+	n1 := node("n1", fresh, "")
+	st.put(n1)
+	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
+	n1 = node("n1", up, "a")
+	st.put(n1)
+	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
+	st.put(node("other", fresh, "x"))
+	r.none()
+	st.del("n1")
+	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
+	r.none()
+}
+
+// TestClientNodeResync: across reconnects, a node changed meanwhile comes
+// back as a resync holding it, one deleted meanwhile as an empty resync;
+// the follower prints the update and the deletion.
+func TestClientNodeResync(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	n1 := node("n1", fresh, "")
+	st.put(n1)
+	lg := newLogs(t)
+	_, g := serveStore(t, st, lg)
+	c := testClient(lg, g.addr)
+	c.NodeID = "n1"
+	r := startClient(t, c)
+	f := nodeset.NewFollower(nil, nil)
+	// restart stands in a new server (which lists etcd afresh) on the
+	// same address.
+	restart := func() *grpcServer {
+		return serveGRPC(t, g.addr, startServer(t, ServerConfig{Etcd: st.etcd, Logf: lg.logf}))
+	}
+	b := r.next()
+	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), b)
+	apply(t, f, b)
+
+	g.stop()
+	lg.waitFor(g.addr, "reconnecting")
+	n1b := node("n1", up, "a")
+	st.put(n1b)
+	g = restart()
+	b = r.next()
+	diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1b)), b)
+	want := []nodeset.Event{
+		{Type: nodeset.Updated, ID: "n1", Object: obj(t, n1b), Prev: obj(t, n1)},
+		{Type: nodeset.BatchDone, Batch: 2, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{Updated: 1}},
+	}
+	if diff := cmp.Diff(want, apply(t, f, b)); diff != "" {
+		t.Errorf("events after the first reconnect (-want +got):\n%s", diff)
+	}
+
+	g.stop()
+	st.del("n1")
+	restart()
+	b = r.next()
+	diffBatch(t, batch(nodeset.CauseResync), b)
+	want = []nodeset.Event{
+		{Type: nodeset.Deleted, ID: "n1", Prev: obj(t, n1b)},
+		{Type: nodeset.BatchDone, Batch: 3, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{Deleted: 1}},
+	}
+	if diff := cmp.Diff(want, apply(t, f, b)); diff != "" {
+		t.Errorf("events after the second reconnect (-want +got):\n%s", diff)
+	}
+	r.none()
+}

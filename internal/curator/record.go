@@ -1,0 +1,73 @@
+package curator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+)
+
+// DecodeRecord decodes the node record stored under the key whose id is id.
+//
+// A record is the Node message as protobuf JSON (protojson, either field
+// naming) or as binary protobuf; both are accepted. JSON is tried when the
+// first non-space byte is '{', binary otherwise (and as a fallback, since a
+// binary record may start with bytes that look like JSON). Unknown JSON
+// fields and enum names are ignored (an unknown enum is left at its zero
+// value), so records written with a newer schema still decode.
+// The record's id must be set and equal id.
+func DecodeRecord(id string, value []byte) (*apipb.Node, error) {
+	n := &apipb.Node{}
+	if t := bytes.TrimLeft(value, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		err := protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(value, n)
+		if err != nil {
+			n.Reset()
+			if proto.Unmarshal(value, n) != nil {
+				return nil, fmt.Errorf("decode node record as protobuf JSON: %w", err)
+			}
+		}
+	} else if err := proto.Unmarshal(value, n); err != nil {
+		return nil, fmt.Errorf("decode node record as binary protobuf: %w", err)
+	}
+	switch {
+	case n.GetId() == "":
+		return nil, errors.New("node record has no id")
+	case n.GetId() != id:
+		return nil, fmt.Errorf("node record has id %q, want %q (its key)", n.GetId(), id)
+	}
+	return n, nil
+}
+
+// EncodeRecord encodes n as a node record: protobuf JSON with the proto
+// field names, which DecodeRecord reads back. It is for writers of records,
+// such as the simulator.
+func EncodeRecord(n *apipb.Node) ([]byte, error) {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+	}
+	return b, nil
+}
+
+// Object returns n as nodewatch prints it in an event's object (SPEC §3):
+// protobuf JSON with the proto field names (external_address), enums by
+// name, 64-bit integers as strings, bytes as base64, no unpopulated fields.
+// Numbers are json.Number, so that jq programs see them exactly as printed.
+func Object(n *apipb.Node) (map[string]any, error) {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	obj := map[string]any{}
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("decode node %q as JSON: %w", n.GetId(), err)
+	}
+	return obj, nil
+}

@@ -1,0 +1,423 @@
+package curator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+const (
+	// DefaultPrefix is the etcd prefix of node records unless configured
+	// otherwise; a record's key is the prefix followed by the node id.
+	DefaultPrefix = "/nodes/"
+	// DefaultPort is the Curator's default port.
+	DefaultPort = 7835
+	// MaxEventSize bounds the encoded size (proto.Size) of one backlog
+	// WatchEvent, as the Curator does; only a single node larger than
+	// this makes a larger event.
+	MaxEventSize = 2 << 20
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Etcd reads the node records. Required. It must stay open until Run
+	// has returned; the caller closes it.
+	Etcd *clientv3.Client
+	// Prefix is the etcd prefix under which node records live, key =
+	// Prefix + node id; "" means DefaultPrefix.
+	Prefix string
+	// NodeID, Host and Port name this server in GetCurrentLeader
+	// responses, which always call it the leader: all state lives in
+	// etcd, so every replica can serve Watch. Host and Port should be
+	// an address clients can reach it at; clients that follow a leader
+	// connect there.
+	NodeID string
+	Host   string
+	Port   int
+	// Logf reports records that cannot be decoded (with their key) and
+	// etcd errors that are being retried. Nil discards.
+	Logf func(format string, args ...any)
+	// MaxBackoff caps the wait between etcd retries; 0 means 5s.
+	MaxBackoff time.Duration
+}
+
+// Server serves the Curator Watch RPC (apipb.CuratorServer) and
+// CuratorLocal.GetCurrentLeader (apipb.CuratorLocalServer) over node
+// records kept in etcd, with the behaviour of SPEC §6.
+//
+// One Run feeds all streams from a single etcd list-then-watch. It keeps
+// the current nodes in memory (decoded, by id); a resync after an etcd
+// compaction or outage broadcasts only real differences (by proto.Equal).
+// Each Watch stream has its own nodeset.Mailbox: broadcasting never
+// blocks, and a stream that cannot keep up receives the latest state of
+// each changed node, its intermediate states coalesced, as the Curator
+// contract allows. A record that cannot be decoded is logged with its key
+// and skipped; streams go on. While etcd is unreachable, streams stay open
+// and quiet, and catch up once it is back.
+//
+// Watch and GetCurrentLeader are called by gRPC, concurrently. Watch
+// streams wait for Run to have read the initial state; once Run has
+// returned, open and new streams end with codes.Unavailable. A Server is
+// used for one Run.
+type Server struct {
+	apipb.UnimplementedCuratorServer
+	apipb.UnimplementedCuratorLocalServer
+
+	cfg    ServerConfig
+	prefix string
+
+	ready chan struct{} // closed by Run once nodes holds the initial state
+	done  chan struct{} // closed by Run when it returns, after stopped is set
+
+	mu      sync.Mutex // guards the fields below
+	started bool       // Run was called
+	isReady bool       // ready is closed
+	stopped bool       // Run has returned; subscribers are closed
+	nodes   *nodeset.Follower
+	subs    map[*subscriber]struct{}
+
+	// eventLimit, if set, replaces MaxEventSize (a test hook).
+	eventLimit int
+}
+
+var (
+	_ apipb.CuratorServer      = (*Server)(nil)
+	_ apipb.CuratorLocalServer = (*Server)(nil)
+)
+
+// subscriber is one Watch stream's view of the broadcast.
+type subscriber struct {
+	id string           // the node watched; "" for all
+	mb *nodeset.Mailbox // *apipb.Node objects; closed when the server stops
+}
+
+// errStopped ends subscribers' mailboxes when Run returns.
+var errStopped = errors.New("curator server stopped")
+
+// NewServer returns a Server for cfg. Nothing happens until Run.
+func NewServer(cfg ServerConfig) *Server {
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	equal := func(_ string, a, b any) (bool, error) {
+		return proto.Equal(a.(*apipb.Node), b.(*apipb.Node)), nil
+	}
+	return &Server{
+		cfg:    cfg,
+		prefix: prefix,
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
+		nodes:  nodeset.NewFollower(nil, equal),
+		subs:   map[*subscriber]struct{}{},
+	}
+}
+
+// Register registers s as the Curator and CuratorLocal service on r.
+func (s *Server) Register(r grpc.ServiceRegistrar) {
+	apipb.RegisterCuratorServer(r, s)
+	apipb.RegisterCuratorLocalServer(r, s)
+}
+
+// Run reads the node records from etcd and broadcasts their changes to
+// the Watch streams until ctx ends. It blocks; it returns ctx.Err(), or an
+// error at once if the configuration is unusable or Run was called before.
+// etcd errors are logged and retried, never returned. When Run returns,
+// every Watch stream ends with codes.Unavailable.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	again := s.started
+	s.started = true
+	s.mu.Unlock()
+	if again {
+		return errors.New("curator server: Run called twice")
+	}
+	err := s.run(ctx)
+	s.stop()
+	return err
+}
+
+func (s *Server) run(ctx context.Context) error {
+	if s.cfg.Etcd == nil {
+		return errors.New("curator server: no etcd client configured")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &etcdkv.Watcher{
+		Client: s.cfg.Etcd,
+		Key:    s.prefix,
+		Prefix: true,
+		ID:     s.id,
+		Decode: func(kv *mvccpb.KeyValue) (any, error) {
+			id := s.id(string(kv.Key))
+			if strings.Contains(id, "/") {
+				return nil, fmt.Errorf("not a node record: id %q contains '/'", id)
+			}
+			return DecodeRecord(id, kv.Value)
+		},
+		Logf:       s.logf,
+		MaxBackoff: s.cfg.MaxBackoff,
+	}
+	mb := nodeset.NewMailbox()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		mb.Close(w.Run(ctx, mb))
+	}()
+	defer wg.Wait()
+	for {
+		b, err := mb.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.apply(b); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Server) id(key string) string { return strings.TrimPrefix(key, s.prefix) }
+
+// apply brings the current nodes up to date with b and hands what changed
+// to every subscriber watching it. Holding mu throughout makes a
+// subscription see either all of b (in its snapshot) or none of it (in its
+// mailbox).
+func (s *Server) apply(b nodeset.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var changes []nodeset.Change
+	err := s.nodes.Apply(b, func(ev nodeset.Event) error {
+		switch ev.Type {
+		case nodeset.New, nodeset.Updated:
+			changes = append(changes, nodeset.Change{ID: ev.ID, Object: ev.Object})
+		case nodeset.Deleted:
+			changes = append(changes, nodeset.Change{ID: ev.ID, Deleted: true})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply etcd batch: %w", err)
+	}
+	if !s.isReady && b.Synced {
+		s.isReady = true
+		close(s.ready)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	for sub := range s.subs {
+		if sub.id == "" {
+			sub.mb.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+			continue
+		}
+		// changes are in id order and hold each id once.
+		if i, ok := slices.BinarySearchFunc(changes, sub.id, func(c nodeset.Change, id string) int {
+			return strings.Compare(c.ID, id)
+		}); ok {
+			sub.mb.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes[i : i+1]})
+		}
+	}
+	return nil
+}
+
+// stop ends every subscription; Run calls it once when it returns.
+func (s *Server) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for sub := range s.subs {
+		sub.mb.Close(errStopped)
+	}
+	close(s.done)
+}
+
+// subscribe waits until the server has its initial state, then returns the
+// current nodes of interest (all of them in id order for id "", else the
+// one node if it exists) and a subscriber that receives every later
+// change. The caller must unsubscribe it.
+func (s *Server) subscribe(ctx context.Context, id string) ([]*apipb.Node, *subscriber, error) {
+	select {
+	case <-s.ready:
+	case <-s.done:
+	case <-ctx.Done():
+		return nil, nil, status.FromContextError(ctx.Err()).Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, nil, status.Error(codes.Unavailable, errStopped.Error())
+	}
+	var nodes []*apipb.Node
+	if id == "" {
+		nodes = make([]*apipb.Node, 0, s.nodes.Set().Len())
+		s.nodes.Set().Ascend(func(_ string, obj any) bool {
+			nodes = append(nodes, obj.(*apipb.Node))
+			return true
+		})
+	} else if obj, ok := s.nodes.Set().Get(id); ok {
+		nodes = []*apipb.Node{obj.(*apipb.Node)}
+	}
+	sub := &subscriber{id: id, mb: nodeset.NewMailbox()}
+	s.subs[sub] = struct{}{}
+	return nodes, sub, nil
+}
+
+func (s *Server) unsubscribe(sub *subscriber) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.subs, sub)
+}
+
+// subscribers returns the number of open Watch streams (for tests).
+func (s *Server) subscribers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
+}
+
+// Watch serves one Watch stream (SPEC §6). nodes_in_cluster: the current
+// nodes in id order, in events of at most MaxEventSize, the last one
+// marked PROGRESS_LAST_BACKLOGGED (an empty event with the marker when
+// there are no nodes); then one event per change, holding one node or one
+// tombstone. node_in_cluster: nothing until the node exists, then its
+// state, its changes, and a tombstone when it is deleted. Decoded nodes are
+// shared between streams and never modified.
+//
+// Errors: codes.InvalidArgument for an empty node id or one containing
+// '/', codes.Unimplemented for an unset kind, codes.Unavailable once Run
+// has returned; the stream's own context ending returns its status.
+func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) error {
+	var id string
+	switch k := req.GetKind().(type) {
+	case *apipb.WatchRequest_NodesInCluster_:
+	case *apipb.WatchRequest_NodeInCluster_:
+		id = k.NodeInCluster.GetNodeId()
+		if id == "" {
+			return status.Error(codes.InvalidArgument, "node_in_cluster: node_id must be set")
+		}
+		if strings.Contains(id, "/") {
+			return status.Errorf(codes.InvalidArgument, "node_in_cluster: invalid node_id %q: contains '/'", id)
+		}
+	case nil:
+		return status.Error(codes.Unimplemented, "watch request kind not set")
+	default:
+		return status.Errorf(codes.Unimplemented, "watch request kind %T not supported", k)
+	}
+	ctx := srv.Context()
+	backlog, sub, err := s.subscribe(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.unsubscribe(sub)
+
+	// known: the client has seen the node and not its deletion
+	// (node_in_cluster only; a tombstone for a node the client never saw
+	// would say nothing).
+	known := len(backlog) > 0
+	if id == "" {
+		limit := MaxEventSize
+		if s.eventLimit > 0 {
+			limit = s.eventLimit
+		}
+		if err := sendBacklog(srv, backlog, limit); err != nil {
+			return err
+		}
+	} else if known {
+		if err := srv.Send(&apipb.WatchEvent{Nodes: backlog}); err != nil {
+			return err
+		}
+	}
+	for {
+		b, err := sub.mb.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+			return status.Error(codes.Unavailable, err.Error())
+		}
+		slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
+		for _, c := range b.Changes {
+			ev := &apipb.WatchEvent{}
+			switch {
+			case !c.Deleted:
+				ev.Nodes = []*apipb.Node{c.Object.(*apipb.Node)}
+				known = true
+			case id != "" && !known:
+				continue
+			default:
+				ev.NodeTombstones = []*apipb.NodeTombstone{{NodeId: c.ID}}
+				known = false
+			}
+			if err := srv.Send(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sendBacklog sends nodes in events of at most limit bytes, the last one
+// (possibly holding no nodes) marked PROGRESS_LAST_BACKLOGGED.
+func sendBacklog(srv apipb.Curator_WatchServer, nodes []*apipb.Node, limit int) error {
+	// What the progress field costs: its tag and a one-byte enum value.
+	// Every event reserves it, so that the last one fits too.
+	const marker = 2
+	ev, size := &apipb.WatchEvent{}, marker
+	for _, n := range nodes {
+		ns := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(n))
+		if len(ev.Nodes) > 0 && size+ns > limit {
+			if err := srv.Send(ev); err != nil {
+				return err
+			}
+			ev, size = &apipb.WatchEvent{}, marker
+		}
+		ev.Nodes = append(ev.Nodes, n)
+		size += ns
+	}
+	ev.Progress = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
+	return srv.Send(ev)
+}
+
+// GetCurrentLeader answers that this server is the leader, naming it by
+// ServerConfig's NodeID, Host and Port, and keeps the stream open (as the
+// Curator does, to announce changes) until the client's context ends or
+// Run returns (codes.Unavailable).
+func (s *Server) GetCurrentLeader(_ *apipb.GetCurrentLeaderRequest, srv apipb.CuratorLocal_GetCurrentLeaderServer) error {
+	err := srv.Send(&apipb.GetCurrentLeaderResponse{
+		LeaderNodeId: s.cfg.NodeID,
+		LeaderHost:   s.cfg.Host,
+		LeaderPort:   int32(s.cfg.Port),
+		ThisNodeId:   s.cfg.NodeID,
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-srv.Context().Done():
+		return status.FromContextError(srv.Context().Err()).Err()
+	case <-s.done:
+		return status.Error(codes.Unavailable, errStopped.Error())
+	}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}
