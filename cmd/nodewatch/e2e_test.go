@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
@@ -371,4 +372,95 @@ func waitForWatch(t *testing.T, ep string) {
 		}
 	}
 	t.Fatal("no etcd watcher appeared")
+}
+
+// TestE2ENodesUntil drives `nodewatch nodes --until` (the CI recipe: wait
+// until three nodes are up) against `nodewatch serve`, both as binaries.
+func TestE2ENodesUntil(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	addr, err := unusedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := command(t, "serve", "--etcd", ep, "--listen", addr)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	const until = `[.[] | select(.state == "NODE_STATE_UP")] | length >= 3`
+
+	t.Run("already true on the initial state", func(t *testing.T) {
+		code, out, errOut := runCmd(t, command(t, "nodes", "--curator", addr, "--dial-timeout", "10s", "--until", `length >= 1`))
+		if code != 0 || strings.Count(out, "\n") != 2 {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
+
+	t.Run("true after several batches", func(t *testing.T) {
+		cmd := command(t, "nodes", "--curator", addr, "--dial-timeout", "10s", "--until", until)
+		stdout, _ := cmd.StdoutPipe()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		readBatch := func() []string {
+			var lines []string
+			for {
+				l, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("read: %v after %q; stderr %q", err, lines, stderr.String())
+				}
+				lines = append(lines, l)
+				if strings.Contains(l, "batch_done") {
+					return lines
+				}
+			}
+		}
+		readBatch() // initial: one node up
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+		readBatch() // two nodes, one up
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+		readBatch() // two up
+		putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
+		last := readBatch() // three up: the goal
+		if !strings.Contains(last[0], idC) {
+			t.Fatalf("last batch %q", last)
+		}
+		if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
+			t.Fatalf("output after the goal batch: %q, %v", rest, err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("exit: %v; stderr %q", err, stderr.String())
+		}
+	})
+
+	t.Run("124 when it never holds", func(t *testing.T) {
+		code, _, errOut := runCmd(t, command(t, "nodes", "--curator", addr, "--until", `length >= 10`, "--timeout", "1s"))
+		if code != 124 {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
+
+	t.Run("3 when no curator answers", func(t *testing.T) {
+		dead, _ := unusedAddr()
+		start := time.Now()
+		code, _, errOut := runCmd(t, command(t, "nodes", "--curator", dead, "--dial-timeout", "1s"))
+		if code != 3 || !strings.Contains(errOut, dead) {
+			t.Fatalf("exit %d, stderr %q; want 3 naming %s", code, errOut, dead)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %v with --dial-timeout 1s", d)
+		}
+	})
+
+	t.Run("1 when the server refuses", func(t *testing.T) {
+		code, _, errOut := runCmd(t, command(t, "node", "not/an/id", "--curator", addr, "--dial-timeout", "10s"))
+		if code != 1 || !strings.Contains(errOut, "InvalidArgument") {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+	})
 }
