@@ -178,7 +178,7 @@ func TestNodeOne(t *testing.T) {
 	addr, _ := serve(t, ep)
 
 	p := start(t, "node", "metropolis-"+idC, "--curator", addr)
-	got := p.batch(t) // the empty initial batch: the node does not exist
+	got := p.batch(t)                                                      // the empty initial batch: the node does not exist
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2")) // another node: nothing
 	p.none(t)
 	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
