@@ -21,9 +21,9 @@ lint:
 demo: build
 	bash scripts/demo.sh $(BIN)
 
-## bench: the follower's per-batch cost at 1k and 100k ids.
+## bench: follower cost at 1k vs 100k ids, mailbox memory under a stalled reader, encoder and jq costs.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 20000x ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).
 proto:

@@ -464,3 +464,55 @@ func TestE2ENodesUntil(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EEnvAndCompletion: connection flags come from the environment, and
+// the completion scripts ask the binary for candidates.
+func TestE2EEnvAndCompletion(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/e/a", "1")
+
+	cmd := command(t, "key", "/e/", "--prefix", "--once")
+	cmd.Env = append(cmd.Env, "NODEWATCH_ETCD="+ep)
+	if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, `"id":"/e/a"`) {
+		t.Fatalf("NODEWATCH_ETCD: exit %d, %q, %q", code, out, errOut)
+	}
+	dead, _ := unusedAddr()
+	cmd = command(t, "nodes", "--dial-timeout", "500ms")
+	cmd.Env = append(cmd.Env, "NODEWATCH_CURATOR="+dead)
+	if code, _, errOut := runCmd(t, cmd); code != 3 || !strings.Contains(errOut, dead) {
+		t.Fatalf("NODEWATCH_CURATOR: exit %d, %q; want 3 naming %s", code, errOut, dead)
+	}
+
+	code, out, _ := runCmd(t, command(t, "--generate-bash-completion"))
+	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion"} {
+		if code != 0 || !strings.Contains(out, sub+"\n") {
+			t.Errorf("completion candidates %q lack %s", out, sub)
+		}
+	}
+	for _, shell := range []string{"bash", "zsh"} {
+		code, out, _ := runCmd(t, command(t, "completion", shell))
+		if code != 0 || !strings.Contains(out, "--generate-bash-completion") {
+			t.Errorf("completion %s: exit %d, %q", shell, code, out)
+		}
+	}
+	if _, err := exec.LookPath("bash"); err == nil {
+		_, script, _ := runCmd(t, command(t, "completion", "bash"))
+		check := exec.Command("bash", "-n")
+		check.Stdin = strings.NewReader(script)
+		if out, err := check.CombinedOutput(); err != nil {
+			t.Errorf("bash -n on the completion script: %v: %s", err, out)
+		}
+	}
+}
+
+// TestE2EHelpHasExamples: every watching and serving subcommand documents
+// itself with runnable examples.
+func TestE2EHelpHasExamples(t *testing.T) {
+	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion"} {
+		code, out, _ := runCmd(t, command(t, sub, "--help"))
+		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nodewatch "+sub) {
+			t.Errorf("%s --help: exit %d, no examples:\n%s", sub, code, out)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 )
@@ -35,7 +36,7 @@ func Start(t testing.TB) string {
 // Client returns a client for endpoint, closed when the test ends.
 func Client(t testing.TB, endpoint string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: Timeout})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: Timeout, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

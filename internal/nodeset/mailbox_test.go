@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"testing"
 
@@ -152,3 +153,29 @@ func BenchmarkMailboxSlowConsumer(b *testing.B) {
 		m.Put(Batch{Changes: []Change{{ID: ids[i%len(ids)], Object: i}}})
 	}
 }
+
+// benchmarkMailboxHeap puts `updates` single-change batches over 10,000
+// ids into a mailbox nobody reads and reports the live heap it holds: it
+// must not grow with the number of updates.
+func benchmarkMailboxHeap(b *testing.B, updates int) {
+	ids := make([]string, 10_000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("metropolis-%032x", i)
+	}
+	var before, after runtime.MemStats
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		m := NewMailbox()
+		for u := 0; u < updates; u++ {
+			m.Put(Batch{Changes: []Change{{ID: ids[u%len(ids)], Object: u}}})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		runtime.KeepAlive(m)
+	}
+}
+
+func BenchmarkMailboxHeap100kUpdates(b *testing.B) { benchmarkMailboxHeap(b, 100_000) }
+func BenchmarkMailboxHeap1MUpdates(b *testing.B)   { benchmarkMailboxHeap(b, 1_000_000) }
