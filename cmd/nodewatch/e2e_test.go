@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
@@ -217,7 +218,8 @@ func TestE2EPipes(t *testing.T) {
 	})
 
 	t.Run("head -n 1", func(t *testing.T) {
-		cmd := exec.Command("/bin/sh", "-c", `"$0" key --etcd "$1" --prefix /p/ | head -n 1`, binary(t), ep)
+		// pipefail: the pipeline's status is nodewatch's, not head's.
+		cmd := exec.Command("bash", "-c", `set -o pipefail; "$0" key --etcd "$1" --prefix /p/ | head -n 1`, binary(t), ep)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		stdout, _ := cmd.StdoutPipe()
@@ -279,7 +281,7 @@ func TestE2EChangesOnly(t *testing.T) {
 		t.Fatalf("exit: %v; stderr %q", err, stderr.String())
 	}
 	if len(lines) != 3 || !strings.Contains(lines[0], `"type":"updated","id":"/c/a"`) ||
-		!strings.Contains(lines[1], `"type":"batch_done"`) || !strings.Contains(lines[2], `"type":"deleted","id":"/c/b"`) {
+		!strings.Contains(lines[1], `"type":"batch_done","batch":1,`) || !strings.Contains(lines[2], `"type":"deleted","id":"/c/b"`) {
 		t.Fatalf("got %q; want the update, its batch_done, the delete (then --count 2 ends it)", lines)
 	}
 }
@@ -514,5 +516,115 @@ func TestE2EHelpHasExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nodewatch "+sub) {
 			t.Errorf("%s --help: exit %d, no examples:\n%s", sub, code, out)
 		}
+	}
+}
+
+// TestE2ERBAC: a user whose role covers one prefix can watch it; a key
+// outside it is refused at once (exit 1), not retried for ever.
+func TestE2ERBAC(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/config/app", `{"v":1}`)
+	etcdtest.Put(t, c, "/secret/x", "s")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, step := range []func() error{
+		func() error { _, err := c.RoleAdd(ctx, "config-reader"); return err },
+		func() error {
+			_, err := c.RoleGrantPermission(ctx, "config-reader", "/config/", clientv3.GetPrefixRangeEnd("/config/"), clientv3.PermissionType(clientv3.PermRead))
+			return err
+		},
+		func() error { _, err := c.UserAdd(ctx, "ro", "ropw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "ro", "config-reader"); return err },
+		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
+		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := c.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"/config/app"}, {"/config/", "--prefix"}} {
+		cmd := command(t, append([]string{"key", "--etcd", ep, "--user", "ro:ropw", "--once"}, args...)...)
+		if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, `"id":"/config/app"`) {
+			t.Fatalf("key %v as ro: exit %d, %q, %q", args, code, out, errOut)
+		}
+	}
+	start := time.Now()
+	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--user", "ro:ropw", "/secret/x"))
+	if code != 1 || !strings.Contains(errOut, "permission denied") || strings.Contains(errOut, "ropw") {
+		t.Fatalf("key outside the role: exit %d, stderr %q; want 1, permission denied, no password", code, errOut)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+}
+
+// TestE2ESignalWhileBlocked: a reader that stops reading must not keep
+// nodewatch alive: SIGINT ends it (130) although its write is blocked, and
+// so does --timeout.
+func TestE2ESignalWhileBlocked(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	ctx := context.Background()
+	big := strings.Repeat("x", 8<<10)
+	for i := 0; i < 100; i += 10 { // 800 KB of output: far more than a pipe holds
+		var ops []clientv3.Op
+		for j := i; j < i+10; j++ {
+			ops = append(ops, clientv3.OpPut("/big/"+itoa(j), big))
+		}
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		sig  bool
+		want int
+	}{
+		{"SIGINT", nil, true, 130},
+		{"--timeout", []string{"--timeout", "1s", "--once"}, false, 124},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := command(t, append([]string{"key", "--etcd", ep, "--prefix", "/big/"}, tc.args...)...)
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			cmd.Stdout = w
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			// Read a little, so nodewatch is surely writing, then stop reading.
+			if _, err := io.ReadFull(r, make([]byte, 1024)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.sig {
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != tc.want {
+					t.Fatalf("exit: %v, want %d", err, tc.want)
+				}
+			case <-time.After(timeout):
+				cmd.Process.Kill()
+				t.Fatal("nodewatch stayed alive behind a reader that does not read")
+			}
+		})
+	}
+}
+
+func TestE2ENodesTimeoutUnreachable(t *testing.T) {
+	dead, _ := unusedAddr()
+	code, _, errOut := runCmd(t, command(t, "nodes", "--curator", dead, "--timeout", "1s"))
+	if code != 3 || !strings.Contains(errOut, "no connection to curator at "+dead+" within --timeout 1s") {
+		t.Fatalf("exit %d, stderr %q; want 3: it never connected", code, errOut)
 	}
 }

@@ -57,13 +57,13 @@ func exitCode(err error) (code int, report bool) {
 	switch {
 	case err == nil:
 		return exitOK, false
+	case errors.As(err, &coded):
+		return coded.ExitCode(), true
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted, false
 	case isClosedPipe(err), errors.Is(err, errOutputClosed):
 		// The reader went away (| head -1): ending quietly is the point.
 		return exitOK, false
-	case errors.As(err, &coded):
-		return coded.ExitCode(), true
 	}
 	return exitFailure, true
 }

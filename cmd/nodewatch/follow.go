@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -51,6 +51,8 @@ type watchOptions struct {
 	list bool
 	// summary is what -o text shows of an object; nil shows it all.
 	summary func(obj any) string
+	// target names what is watched in messages, e.g. "curator at a,b".
+	target string
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -129,76 +131,95 @@ func (o *watchOptions) goal() string {
 // source produces batches into a mailbox until ctx ends or it fails.
 type source func(ctx context.Context, out *nodeset.Mailbox) error
 
+// errRunTimeout is the cause of the watch context's end when --timeout
+// passes. A plain cancellation, not a context deadline: a deadline would
+// travel to the server with every gRPC call, and its end would look like a
+// broken stream there.
+var errRunTimeout = errors.New("--timeout passed")
+
+// writeGrace is how long a blocked write may still finish once the run
+// has to end (a signal, --timeout): a reader that stopped reading must not
+// keep nodewatch alive.
+const writeGrace = time.Second
+
 // follow runs the pipeline source → follower → encoder until a goal is
 // met, the timeout passes, ctx ends or something fails.
 func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watchCtx := runCtx
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	if o.timeout > 0 {
-		var cancelTimeout context.CancelFunc
-		watchCtx, cancelTimeout = context.WithTimeout(runCtx, o.timeout)
-		defer cancelTimeout()
+		t := time.AfterFunc(o.timeout, func() { cancel(errRunTimeout) })
+		defer t.Stop()
 	}
 
-	mb := nodeset.NewMailbox()
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel(nil) // runs before wg.Wait
+
+	mb := nodeset.NewMailbox()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		mb.Close(src(watchCtx, mb))
+		mb.Close(src(runCtx, mb))
 	}()
-	defer wg.Wait()
-	defer cancel()
 
 	// A reader that goes away ends the run quietly, even when idle.
-	var hungUp atomic.Bool
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		watchHangup(runCtx, e.stdout, func() {
-			hungUp.Store(true)
-			cancel()
-		})
+		watchHangup(runCtx, e.stdout, func() { cancel(errOutputClosed) })
 	}()
 
 	tty := isTerminal(e.stdout)
-	enc := stream.NewEncoder(e.stdout, stream.Options{
+	enc := stream.NewEncoder(&abandonableWriter{w: e.stdout, stop: runCtx.Done()}, stream.Options{
 		Format:        o.format,
 		Timestamps:    o.timestamps,
 		FlushEachLine: tty,
 		Color:         tty && e.getenv("NO_COLOR") == "",
 		Summary:       o.summary,
 	})
+	// end turns the reason the run stops into its result.
+	received := false
+	end := func(err error) error {
+		switch cause := context.Cause(runCtx); {
+		case ctx.Err() != nil:
+			return errInterrupted
+		case errors.Is(cause, errOutputClosed):
+			return errOutputClosed
+		case errors.Is(cause, errRunTimeout):
+			if !received {
+				// Never connected: that is "unavailable", whatever the goal.
+				return &unavailableError{fmt.Errorf("no connection to %s within --timeout %v", o.target, o.timeout)}
+			}
+			if g := o.goal(); g != "" {
+				return &goalTimeoutError{goal: g}
+			}
+			return nil
+		}
+		return err
+	}
+
 	x := &exprs{o: o, e: e}
 	fol := nodeset.NewFollower(x.filterFunc(), x.equalsFunc())
-	printed := 0
+	printed, batches := 0, 0
 	for {
-		b, err := mb.Next(watchCtx)
+		b, err := mb.Next(runCtx)
 		if err != nil {
-			if hungUp.Load() {
-				return errOutputClosed
-			}
 			enc.Flush()
-			switch {
-			case ctx.Err() != nil:
-				return errInterrupted
-			case errors.Is(err, context.DeadlineExceeded) && watchCtx.Err() != nil:
-				if g := o.goal(); g != "" {
-					return &goalTimeoutError{goal: g}
-				}
-				return nil
-			}
-			return err
+			return end(err)
 		}
-		silent := o.changesOnly && b.Full() && b.Cause == nodeset.CauseInitial
+		received = true
+		silent := o.changesOnly && b.Cause == nodeset.CauseInitial
 		changed := false
 		err = fol.Apply(b, func(ev nodeset.Event) error {
 			changed = true
 			if silent {
 				return nil
 			}
-			if ev.Type != nodeset.BatchDone {
+			if ev.Type == nodeset.BatchDone {
+				batches++
+				ev.Batch = batches // number what is printed (--changes-only)
+			} else {
 				printed++
 			}
 			if err := enc.Encode(ev); err != nil {
@@ -210,13 +231,13 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 			return nil
 		})
 		if errors.Is(err, errGoalMet) {
-			return enc.Flush()
+			return end(enc.Flush())
+		}
+		if err == nil {
+			err = enc.Flush()
 		}
 		if err != nil {
-			return err
-		}
-		if err := enc.Flush(); err != nil {
-			return err
+			return end(err)
 		}
 		if o.once && b.Synced {
 			return nil
@@ -230,6 +251,44 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 				return nil
 			}
 		}
+	}
+}
+
+// abandonableWriter writes to w, but gives up on a write that is still
+// blocked writeGrace after stop is closed: the reader of a pipe may have
+// stopped reading (`| sleep 60`, a paused pager), and a signal or
+// --timeout must still end the run. The abandoned write goes on in its
+// goroutine until the process exits; the encoder's error is sticky, so
+// nothing writes after it.
+type abandonableWriter struct {
+	w    io.Writer
+	stop <-chan struct{}
+}
+
+var errWriteAbandoned = errors.New("write abandoned: the reader does not read")
+
+func (a *abandonableWriter) Write(p []byte) (int, error) {
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := a.w.Write(p)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		return r.n, r.err
+	case <-a.stop:
+	}
+	t := time.NewTimer(writeGrace)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.n, r.err
+	case <-t.C:
+		return 0, errWriteAbandoned
 	}
 }
 
@@ -283,11 +342,11 @@ func (x *exprs) evalError(id string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if x.o.strict {
+		return err // the follower adds the id
+	}
 	if id != "" {
 		err = fmt.Errorf("%q: %w", id, err)
-	}
-	if x.o.strict {
-		return err
 	}
 	x.e.logf("warning: %v (treated as no match)", err)
 	return nil

@@ -64,6 +64,9 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	if c.NArg() != 1 {
 		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
 	}
+	if c.Args().First() == "" && !c.Bool("prefix") {
+		return nil, usagef(`key: KEY must not be empty (to watch every key: --prefix "")`)
+	}
 	w, err := parseWatchOptions(c, ".value")
 	if err != nil {
 		return nil, err
@@ -78,6 +81,7 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
 	o.list = o.prefix
+	o.target = "etcd at " + strings.Join(eo.endpoints, ",")
 	o.summary = func(obj any) string {
 		// -o text shows the value; the revisions are noise to a human.
 		m, _ := obj.(map[string]any)
@@ -88,7 +92,11 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
-	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	dial := o.dialTimeout
+	if o.timeout > 0 {
+		dial = min(dial, o.timeout) // --timeout bounds the whole run
+	}
+	client, err := o.etcd.connect(ctx, dial, o.key, o.prefix)
 	if err != nil {
 		return err
 	}
@@ -170,10 +178,12 @@ func tlsConfig(c *cli.Context) (*tls.Config, error) {
 	return t, nil
 }
 
-// connect opens an etcd client and proves the connection with one read
-// within dialTimeout; failing that, it returns an unavailableError that
-// names the endpoints.
-func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*clientv3.Client, error) {
+// connect opens an etcd client and proves the connection within
+// dialTimeout by counting the keys it is about to use (key, or every key
+// under it with prefix): a user whose role covers only that range passes.
+// No answer in time is an unavailableError naming the endpoints; a refusal
+// (credentials, permissions) is a plain error.
+func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration, key string, prefix bool) (*clientv3.Client, error) {
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   o.endpoints,
 		DialTimeout: dialTimeout,
@@ -188,7 +198,11 @@ func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*c
 	}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	if _, err := client.Get(pctx, "\x00", clientv3.WithCountOnly()); err != nil {
+	probe := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if prefix {
+		probe = append(probe, clientv3.WithPrefix())
+	}
+	if _, err := client.Get(pctx, key, probe...); err != nil {
 		client.Close()
 		if ctx.Err() != nil {
 			return nil, errInterrupted
@@ -204,7 +218,7 @@ func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration) (*c
 func connectError(endpoints []string, dialTimeout time.Duration, err error) error {
 	eps := strings.Join(endpoints, ",")
 	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
-		return &unavailableError{fmt.Errorf("no etcd reachable at %s within %v", eps, dialTimeout)}
+		return &unavailableError{fmt.Errorf("no etcd reachable at %s within %v (last error: %v)", eps, dialTimeout, err)}
 	}
 	return fmt.Errorf("etcd at %s: %w", eps, err)
 }

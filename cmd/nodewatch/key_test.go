@@ -264,3 +264,37 @@ func TestKeyCompaction(t *testing.T) {
 		t.Errorf("stderr does not mention the compaction:\n%s", e)
 	}
 }
+
+// TestKeyResyncKeepsBadRecord: a record that turns undecodable while the
+// watcher is cut off is reported and keeps its last printed state through
+// the resync; it is not printed as deleted.
+func TestKeyResyncKeepsBadRecord(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	proxy := etcdtest.NewProxy(t, ep)
+	etcdtest.Put(t, c, "/n/a", `{"ok":1}`)
+	etcdtest.Put(t, c, "/n/b", `{"ok":2}`)
+	p, _ := watchKey(t, "--etcd", proxy.Endpoint, "--prefix", "/n/", "--value", "json")
+
+	proxy.Cut()
+	etcdtest.Put(t, c, "/n/a", `{"truncated":`)
+	rev := etcdtest.Delete(t, c, "/n/b")
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+
+	got := p.batch(t)
+	if len(got) != 2 || !strings.HasPrefix(got[0], `{"type":"deleted","id":"/n/b"`) || !strings.Contains(got[1], `"cause":"resync"`) {
+		t.Fatalf("resync batch %q; want only /n/b deleted", got)
+	}
+	if e := p.stderr.String(); !strings.Contains(e, `skipping "/n/a"`) {
+		t.Errorf("stderr does not report the bad record:\n%s", e)
+	}
+	etcdtest.Put(t, c, "/n/a", `{"ok":3}`) // fixed: an update from the last good state
+	if got := p.batch(t); !strings.Contains(got[0], `"type":"updated","id":"/n/a"`) || !strings.Contains(got[0], `"prev":{"create_revision":2`) {
+		t.Fatalf("after the fix: %q", got)
+	}
+}

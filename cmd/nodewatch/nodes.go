@@ -72,8 +72,11 @@ func nodeCommand(e *env) *cli.Command {
 		Description: nodeDescription,
 		Flags:       append(curatorFlags(), watchFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 || c.Args().First() == "" {
+			if c.NArg() != 1 {
 				return usagef("node: want exactly one node ID, got %d arguments", c.NArg())
+			}
+			if c.Args().First() == "" {
+				return usagef("node: the node ID must not be empty")
 			}
 			o, err := parseNodesOptions(c, c.Args().First())
 			if err != nil {
@@ -97,6 +100,7 @@ func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
 		return nil, err
 	}
 	o.list = nodeID == ""
+	o.target = "curator at " + strings.Join(o.endpoints, ",")
 	o.summary = nodeSummary
 	return o, nil
 }

@@ -184,7 +184,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		defer srv.Close()
 		o.etcd = etcdOptions{endpoints: []string{srv.Endpoint}}
 	}
-	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	client, err := o.etcd.connect(ctx, o.dialTimeout, o.prefix, true)
 	if err != nil {
 		return err
 	}

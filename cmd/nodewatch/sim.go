@@ -118,7 +118,7 @@ func parseSimOptions(c *cli.Context) (*simOptions, error) {
 // reached or ctx ends. Once connected, it logs a summary on stderr however
 // it ends.
 func runSim(ctx context.Context, e *env, o *simOptions) error {
-	client, err := o.etcd.connect(ctx, o.dialTimeout)
+	client, err := o.etcd.connect(ctx, o.dialTimeout, o.sim.Prefix, true)
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -53,8 +56,10 @@ type Watcher struct {
 // Run lists, then watches, putting batches into out, until ctx ends. The
 // first batch is the initial listing (Cause CauseInitial, Synced); full
 // listings after a compaction are CauseResync; every etcd revision seen by
-// the watch is one CauseChange batch. Run returns ctx.Err() and closes
-// nothing: out belongs to the caller.
+// the watch is one CauseChange batch. Run returns ctx.Err(), or an error
+// when etcd refuses the request for good (permission denied, bad
+// credentials, an invalid request); it closes nothing: out belongs to the
+// caller.
 func (w *Watcher) Run(ctx context.Context, out *nodeset.Mailbox) error {
 	cause := nodeset.CauseInitial
 	for {
@@ -82,6 +87,9 @@ func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
 		}
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
+		}
+		if isFatal(err) {
+			return nil, 0, fmt.Errorf("list %q: %w", w.Key, err)
 		}
 		w.logf("list %q: %v (retrying)", w.Key, err)
 		if err := b.wait(ctx, w.MaxBackoff); err != nil {
@@ -143,6 +151,9 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) er
 			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, rev+1)
 			return nil
 		}
+		if isFatal(err) {
+			return fmt.Errorf("watch %q: %w", w.Key, err)
+		}
 		if next > rev {
 			b = backoff{} // progress was made: this is a fresh failure
 		}
@@ -192,8 +203,10 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out *nodeset.Mailbox
 	return rev, errors.New("watch channel closed")
 }
 
-// change turns a key-value into a Change; ok is false for a record that
-// cannot be decoded, which is logged.
+// change turns a key-value into a Change. A record that cannot be decoded
+// is logged and becomes an Undecodable change, so that the follower keeps
+// what it printed for it (also through a resync) instead of calling it
+// deleted.
 func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, bool) {
 	key := string(kv.Key)
 	id := key
@@ -211,7 +224,8 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 	obj, err := w.Decode(kv)
 	if err != nil {
 		w.logf("skipping %q at rev %d: %v", key, kv.ModRevision, err)
-		return c, false
+		c.Undecodable = true
+		return c, true
 	}
 	c.Object = obj
 	return c, true
@@ -221,6 +235,25 @@ func (w *Watcher) logf(format string, args ...any) {
 	if w.Logf != nil {
 		w.Logf(format, args...)
 	}
+}
+
+// isFatal reports whether etcd refused the request in a way retrying
+// cannot mend: the credentials are wrong, the user lacks the permission,
+// the request is malformed (an empty key).
+func isFatal(err error) bool {
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
+		return true
+	case codes.FailedPrecondition:
+		// A watch cancelled by the server carries its reason here.
+		return strings.Contains(err.Error(), "permission denied")
+	}
+	return false
 }
 
 // backoff is a capped exponential backoff; the zero value starts at 100ms.

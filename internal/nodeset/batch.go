@@ -29,7 +29,11 @@ type Change struct {
 	ID      string
 	Object  any  // the new state; nil when Deleted
 	Deleted bool // the id no longer exists at the source
-	Rev     int64
+	// Undecodable: the id exists at the source but its state cannot be
+	// read (a bad record). The follower keeps what it printed for it, and
+	// a full batch holding it does not count the id as gone.
+	Undecodable bool
+	Rev         int64
 }
 
 // Batch is what a source hands to the follower: changes that belong

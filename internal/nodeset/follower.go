@@ -144,12 +144,15 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 // step applies one change to the set and returns the event it causes; an
 // Event with a zero Type means none.
 func (f *Follower) step(c Change) (Event, error) {
+	if c.Undecodable {
+		return Event{}, nil
+	}
 	prev, had := f.set.Get(c.ID)
 	keep := !c.Deleted
 	if keep && f.Filter != nil {
 		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
-			return Event{}, fmt.Errorf("filter %q: %w", c.ID, err)
+			return Event{}, fmt.Errorf("%q: %w", c.ID, err)
 		}
 		keep = ok
 	}
@@ -165,7 +168,7 @@ func (f *Follower) step(c Change) (Event, error) {
 	}
 	eq, err := f.equal(c.ID, prev, c.Object)
 	if err != nil {
-		return Event{}, fmt.Errorf("equals %q: %w", c.ID, err)
+		return Event{}, fmt.Errorf("%q: %w", c.ID, err)
 	}
 	if eq {
 		// Keep what was printed, so that Prev is always a state the

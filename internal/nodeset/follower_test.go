@@ -122,6 +122,19 @@ func TestFollower(t *testing.T) {
 			done(2, "resync", Counts{New: 1, Updated: 1, Deleted: 1}),
 		},
 	}, {
+		name: "an undecodable record keeps what was printed, also through a resync",
+		batches: []Batch{
+			initial(put("a", 1), put("b", 1)),
+			change(Change{ID: "a", Undecodable: true}),
+			resync(Change{ID: "a", Undecodable: true}),
+			change(put("a", 2)),
+		},
+		want: []line{
+			{Type: "new", ID: "a", Obj: 1}, {Type: "new", ID: "b", Obj: 1}, done(1, "initial", Counts{New: 2}),
+			{Type: "deleted", ID: "b", Prev: 1}, done(2, "resync", Counts{Deleted: 1}),
+			{Type: "updated", ID: "a", Obj: 2, Prev: 1}, done(3, "change", Counts{Updated: 1}),
+		},
+	}, {
 		name:    "resync with no differences still says so",
 		batches: []Batch{initial(put("a", 1)), resync(put("a", 1))},
 		want:    []line{{Type: "new", ID: "a", Obj: 1}, done(1, "initial", Counts{New: 1}), done(2, "resync", Counts{})},
