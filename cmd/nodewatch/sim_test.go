@@ -14,16 +14,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
 
-// runSimSync is runSync for `nodewatch sim`; see runSim.
-func runSimSync(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
-	return stdout.String(), stderr.String(), code
-}
-
 func TestSimUsage(t *testing.T) {
 	tests := []struct {
 		name string
@@ -47,7 +37,7 @@ func TestSimUsage(t *testing.T) {
 			// Port 1 refuses connections: a usage error must come before
 			// any attempt to connect.
 			args := append([]string{"sim", "--etcd", "127.0.0.1:1"}, tt.args...)
-			stdout, stderr, code := runSimSync(t, args...)
+			stdout, stderr, code := runSync(t, args...)
 			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tt.want) {
 				t.Errorf("nodewatch %s: exit %d, stdout %q, stderr %q; want exit %d, no stdout, %q in stderr",
 					strings.Join(args, " "), code, stdout, stderr, exitUsage, tt.want)
@@ -57,7 +47,7 @@ func TestSimUsage(t *testing.T) {
 }
 
 func TestSimUnavailable(t *testing.T) {
-	stdout, stderr, code := runSimSync(t, "sim", "--etcd", "127.0.0.1:1", "--dial-timeout", "100ms")
+	stdout, stderr, code := runSync(t, "sim", "--etcd", "127.0.0.1:1", "--dial-timeout", "100ms")
 	if code != exitUnavailable || stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and no stdout", code, stdout, stderr, exitUnavailable)
 	}
@@ -80,7 +70,7 @@ func TestSimCommand(t *testing.T) {
 	}
 	etcdtest.Put(t, c, "/got/stale", "left from an earlier run")
 
-	stdout, stderr, code := runSimSync(t, "sim", "--etcd", ep, "--nodes", "7", "--seed", "3", "--prefix", "/got/",
+	stdout, stderr, code := runSync(t, "sim", "--etcd", ep, "--nodes", "7", "--seed", "3", "--prefix", "/got/",
 		"--format", "binary", "--rate", "0", "--steps", "60", "--clear")
 	if code != exitOK || stdout != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
@@ -99,7 +89,7 @@ func TestSimCommand(t *testing.T) {
 	}
 
 	// A paced run ends after --duration with exit 0.
-	stdout, stderr, code = runSimSync(t, "sim", "--etcd", ep, "--nodes", "3", "--prefix", "/paced/", "--rate", "100", "--duration", "50ms")
+	stdout, stderr, code = runSync(t, "sim", "--etcd", ep, "--nodes", "3", "--prefix", "/paced/", "--rate", "100", "--duration", "50ms")
 	if code != exitOK || stdout != "" {
 		t.Fatalf("--duration: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -128,7 +129,7 @@ func (c *Client) Run(ctx context.Context, out *nodeset.Mailbox) error {
 	}
 	r := &clientRun{c: c, out: out, deadline: time.Now().Add(c.dialTimeout())}
 	var (
-		bo      backoff
+		bo      = backoff.Backoff{Max: c.maxBackoff()}
 		lastErr error // the last failure before the first stream was established
 	)
 	for i := 0; ; i = (i + 1) % len(c.Endpoints) {
@@ -154,14 +155,14 @@ func (c *Client) Run(ctx context.Context, out *nodeset.Mailbox) error {
 			}
 		}
 		if r.established.Load() > before {
-			bo = backoff{} // this was a working stream: a fresh failure
+			bo.Reset() // this was a working stream: a fresh failure
 		}
-		d := bo.next(c.maxBackoff())
+		d := bo.Next()
 		c.logf("curator %s: %v; reconnecting to %s in %v", target, err, c.Endpoints[(i+1)%len(c.Endpoints)], d)
 		if !connected {
 			d = min(d, time.Until(r.deadline))
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := backoff.Sleep(ctx, d); err != nil {
 			return err
 		}
 		if !connected && !time.Now().Before(r.deadline) {
@@ -508,28 +509,4 @@ func (r *clientRun) changes(ev *apipb.WatchEvent, only string) []nodeset.Change 
 		}
 	}
 	return out
-}
-
-// backoff is a capped exponential backoff; the zero value starts at 100ms.
-type backoff struct{ d time.Duration }
-
-// next returns the next wait: 100ms, doubling, at most limit.
-func (b *backoff) next(limit time.Duration) time.Duration {
-	b.d = min(max(2*b.d, 100*time.Millisecond), limit)
-	return b.d
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

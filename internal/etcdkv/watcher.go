@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -79,7 +80,7 @@ func (w *Watcher) Run(ctx context.Context, out *nodeset.Mailbox) error {
 // list reads the whole range at one revision, page by page, retrying
 // transient errors until ctx ends.
 func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
-	var b backoff
+	b := backoff.Backoff{Max: w.MaxBackoff}
 	for {
 		changes, rev, err := w.listOnce(ctx)
 		if err == nil {
@@ -92,7 +93,7 @@ func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
 			return nil, 0, fmt.Errorf("list %q: %w", w.Key, err)
 		}
 		w.logf("list %q: %v (retrying)", w.Key, err)
-		if err := b.wait(ctx, w.MaxBackoff); err != nil {
+		if err := b.Wait(ctx); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -141,7 +142,7 @@ func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error)
 // watch follows changes after rev until the history is gone (returns nil)
 // or ctx ends (returns ctx.Err()).
 func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) error {
-	var b backoff
+	b := backoff.Backoff{Max: w.MaxBackoff}
 	for {
 		next, err := w.watchOnce(ctx, rev, out)
 		if ctx.Err() != nil {
@@ -155,11 +156,11 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) er
 			return fmt.Errorf("watch %q: %w", w.Key, err)
 		}
 		if next > rev {
-			b = backoff{} // progress was made: this is a fresh failure
+			b.Reset() // progress was made: this is a fresh failure
 		}
 		rev = next
 		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, rev+1)
-		if err := b.wait(ctx, w.MaxBackoff); err != nil {
+		if err := b.Wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -254,22 +255,4 @@ func isFatal(err error) bool {
 		return strings.Contains(err.Error(), "permission denied")
 	}
 	return false
-}
-
-// backoff is a capped exponential backoff; the zero value starts at 100ms.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) wait(ctx context.Context, limit time.Duration) error {
-	if limit <= 0 {
-		limit = 5 * time.Second
-	}
-	b.d = min(max(2*b.d, 100*time.Millisecond), limit)
-	t := time.NewTimer(b.d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
