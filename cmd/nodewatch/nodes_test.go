@@ -61,18 +61,7 @@ func serve(t *testing.T, ep string) (string, *proc) {
 func serveAt(t *testing.T, ep, addr string) *proc {
 	t.Helper()
 	p := start(t, "serve", "--etcd", ep, "--listen", addr)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !strings.Contains(p.stderr.String(), "serving Curator Watch on") {
-		select {
-		case <-p.done:
-			t.Fatalf("serve exited %d: %s", p.code, p.stderr)
-		case <-deadline:
-			t.Fatalf("serve not serving after %v: %s", timeout, p.stderr)
-		case <-tick.C:
-		}
-	}
+	waitServing(t, p)
 	return p
 }
 
