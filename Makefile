@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint demo bench proto clean
+.PHONY: all build test lint demo bench fuzz proto clean
 
 all: build
 
@@ -24,6 +24,12 @@ demo: build
 ## bench: follower cost at 1k vs 100k ids, mailbox memory under a stalled reader, encoder and jq costs.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
+
+## fuzz: each fuzz target for FUZZTIME (default 30s); `make test` runs only their seed corpora.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).
 proto:
