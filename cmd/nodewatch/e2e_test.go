@@ -82,6 +82,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
 }
 
 func TestE2EExitCodes(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/x/a", "1")
@@ -160,6 +161,7 @@ func TestE2EExitCodes(t *testing.T) {
 // TestE2EAuthRefused: etcd refuses the credentials: a runtime failure,
 // exit 1, with the password nowhere in the message.
 func TestE2EAuthRefused(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -190,6 +192,7 @@ func TestE2EAuthRefused(t *testing.T) {
 // TestE2EPipes: a reader sees each batch at once, and `| head -n 1` ends
 // nodewatch promptly although no further event comes.
 func TestE2EPipes(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/p/a", "1")
@@ -251,6 +254,7 @@ func TestE2EPipes(t *testing.T) {
 }
 
 func TestE2EChangesOnly(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/c/a", "1")
@@ -289,6 +293,7 @@ func TestE2EChangesOnly(t *testing.T) {
 // TestE2EText: -o text is coloured on a terminal, plain on a pipe and
 // plain on a terminal with NO_COLOR.
 func TestE2EText(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/t/a", `{"v":1}`)
@@ -379,6 +384,7 @@ func waitForWatch(t *testing.T, ep string) {
 // TestE2ENodesUntil drives `nodewatch nodes --until` (the CI recipe: wait
 // until three nodes are up) against `nodewatch serve`, both as binaries.
 func TestE2ENodesUntil(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -470,6 +476,7 @@ func TestE2ENodesUntil(t *testing.T) {
 // TestE2EEnvAndCompletion: connection flags come from the environment, and
 // the completion scripts ask the binary for candidates.
 func TestE2EEnvAndCompletion(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/e/a", "1")
@@ -511,6 +518,7 @@ func TestE2EEnvAndCompletion(t *testing.T) {
 // TestE2EHelpHasExamples: every watching and serving subcommand documents
 // itself with runnable examples.
 func TestE2EHelpHasExamples(t *testing.T) {
+	t.Parallel()
 	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion"} {
 		code, out, _ := runCmd(t, command(t, sub, "--help"))
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nodewatch "+sub) {
@@ -522,6 +530,7 @@ func TestE2EHelpHasExamples(t *testing.T) {
 // TestE2ERBAC: a user whose role covers one prefix can watch it; a key
 // outside it is refused at once (exit 1), not retried for ever.
 func TestE2ERBAC(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/config/app", `{"v":1}`)
@@ -564,6 +573,7 @@ func TestE2ERBAC(t *testing.T) {
 // nodewatch alive: SIGINT ends it (130) although its write is blocked, and
 // so does --timeout.
 func TestE2ESignalWhileBlocked(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	ctx := context.Background()
@@ -622,6 +632,7 @@ func TestE2ESignalWhileBlocked(t *testing.T) {
 }
 
 func TestE2ENodesTimeoutUnreachable(t *testing.T) {
+	t.Parallel()
 	dead, _ := unusedAddr()
 	code, _, errOut := runCmd(t, command(t, "nodes", "--curator", dead, "--timeout", "1s"))
 	if code != 3 || !strings.Contains(errOut, "no connection to curator at "+dead+" within --timeout 1s") {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -11,6 +13,7 @@ import (
 )
 
 func TestKeyOnce(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/a/json", `{"state":"up","n":12345678901234567890123}`)
@@ -35,6 +38,7 @@ func watchKey(t *testing.T, args ...string) (*proc, []string) {
 }
 
 func TestKeyLive(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/a/1", `{"v":1}`)
@@ -62,6 +66,7 @@ func TestKeyLive(t *testing.T) {
 }
 
 func TestKeySingle(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/k", "1")
@@ -74,6 +79,7 @@ func TestKeySingle(t *testing.T) {
 }
 
 func TestKeyFilter(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/n/a", `{"up":false}`)
@@ -94,6 +100,7 @@ func TestKeyFilter(t *testing.T) {
 }
 
 func TestKeyEquals(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":1}`)
@@ -108,6 +115,7 @@ func TestKeyEquals(t *testing.T) {
 }
 
 func TestKeyArgs(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/n/a", `{"zone":"east","size":3}`)
@@ -125,6 +133,7 @@ func TestKeyArgs(t *testing.T) {
 }
 
 func TestKeyValueModes(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/v/json", `{"a":[1,2.50,"x"]}`)
@@ -142,6 +151,7 @@ func TestKeyValueModes(t *testing.T) {
 }
 
 func TestKeyBadRecordSkipped(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/v/good", `{"ok":true}`)
@@ -158,6 +168,7 @@ func TestKeyBadRecordSkipped(t *testing.T) {
 }
 
 func TestKeyEvalErrorWarns(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/v/str", `"a string"`)
@@ -182,6 +193,7 @@ func TestKeyEvalErrorWarns(t *testing.T) {
 }
 
 func TestKeyUntil(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/n/a", `"up"`)
@@ -198,6 +210,7 @@ func TestKeyUntil(t *testing.T) {
 }
 
 func TestKeyUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -233,6 +246,7 @@ func TestKeyUsageErrors(t *testing.T) {
 // changed and deleted, compacts the history it would need to catch up, and
 // lets it back: it must list again and print exactly the differences.
 func TestKeyCompaction(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	proxy := etcdtest.NewProxy(t, ep)
@@ -269,6 +283,7 @@ func TestKeyCompaction(t *testing.T) {
 // watcher is cut off is reported and keeps its last printed state through
 // the resync; it is not printed as deleted.
 func TestKeyResyncKeepsBadRecord(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	proxy := etcdtest.NewProxy(t, ep)
@@ -296,5 +311,47 @@ func TestKeyResyncKeepsBadRecord(t *testing.T) {
 	etcdtest.Put(t, c, "/n/a", `{"ok":3}`) // fixed: an update from the last good state
 	if got := p.batch(t); !strings.Contains(got[0], `"type":"updated","id":"/n/a"`) || !strings.Contains(got[0], `"prev":{"create_revision":2`) {
 		t.Fatalf("after the fix: %q", got)
+	}
+}
+
+// TestKeyClusterFailover: `key` against a 3-member etcd cluster keeps
+// following while each member in turn is killed (the leader among them,
+// whichever it is) and restarted: every change arrives once, in order, as
+// a plain change (no resync needed while history exists).
+func TestKeyClusterFailover(t *testing.T) {
+	t.Parallel()
+	cluster := etcdtest.StartCluster(t, 3)
+	eps := strings.Join(cluster.Endpoints, ",")
+	c := etcdtest.Client(t, eps)
+	etcdtest.Put(t, c, "/f/a", "0")
+	p, _ := watchKey(t, "--etcd", eps, "--prefix", "/f/")
+
+	for i := range cluster.Endpoints {
+		cluster.Kill(i)
+		want := strconv.Itoa(i + 1)
+		putRetrying(t, c, "/f/a", want)
+		got := p.batch(t)
+		if len(got) != 2 || !strings.Contains(got[0], `"type":"updated"`) || !strings.Contains(got[0], `"value":`+want+`,`) ||
+			!strings.Contains(got[1], `"cause":"change"`) {
+			t.Fatalf("with member %d down: %q, want the update to %s", i, got, want)
+		}
+		cluster.Restart(i)
+	}
+}
+
+// putRetrying puts key=value, retrying while the cluster elects a leader.
+func putRetrying(t *testing.T, c *clientv3.Client, key, value string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Put(ctx, key, value)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("put %q: %v", key, err)
+		}
 	}
 }

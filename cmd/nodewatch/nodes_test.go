@@ -82,6 +82,7 @@ func (p *proc) stop(t *testing.T) {
 }
 
 func TestNodesOnce(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	s := sim.New(sim.Config{Nodes: 4, Seed: 42})
@@ -99,6 +100,7 @@ func TestNodesOnce(t *testing.T) {
 // TestNodesBigBacklog: a backlog over 2 MiB comes in several Curator
 // events but is printed as one batch.
 func TestNodesBigBacklog(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	const n = 40
@@ -126,6 +128,7 @@ func TestNodesBigBacklog(t *testing.T) {
 func itoa2(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)) }
 
 func TestNodesLive(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -161,6 +164,7 @@ func TestNodesLive(t *testing.T) {
 }
 
 func TestNodeOne(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -189,6 +193,7 @@ func TestNodeOne(t *testing.T) {
 // changes meanwhile (deletes included), serve comes back on the same
 // address: nodes prints exactly the differences.
 func TestNodesServeRestart(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -214,6 +219,7 @@ func TestNodesServeRestart(t *testing.T) {
 // both, moves to the second when the first stops, printing only
 // differences.
 func TestNodesFailover(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -254,6 +260,7 @@ func TestNodesFailover(t *testing.T) {
 // Watch and names the leader in GetCurrentLeader, as a Metropolis
 // non-leader does: the client follows it.
 func TestNodesFollowLeader(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -281,6 +288,7 @@ func TestNodesFollowLeader(t *testing.T) {
 // TestServeBadRecord: an undecodable record is reported with its key and
 // skipped; streams go on.
 func TestServeBadRecord(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
@@ -306,6 +314,7 @@ func TestServeBadRecord(t *testing.T) {
 // TestServeRefusesPlaintext: a non-loopback address needs TLS or
 // --insecure.
 func TestServeRefusesPlaintext(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := runSync(t, "serve", "--listen", "0.0.0.0:7835")
 	if code != 2 || !strings.Contains(stderr, "refusing plaintext") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
@@ -317,6 +326,7 @@ func TestServeRefusesPlaintext(t *testing.T) {
 // simulator stops, the printed stream, replayed, equals the records in
 // etcd: no update is lost, whatever was coalesced on the way.
 func TestNodesSimNoLostUpdate(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	ctx := context.Background()

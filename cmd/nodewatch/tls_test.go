@@ -93,6 +93,7 @@ func (p *pki) leaf(cn string, usage x509.ExtKeyUsage) (string, string) {
 // clusters need. A client with a certificate from another CA, or none, is
 // refused.
 func TestNodesMutualTLS(t *testing.T) {
+	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))

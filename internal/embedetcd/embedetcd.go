@@ -30,6 +30,18 @@ type Config struct {
 	// LogLevel is etcd's own log level; "" means "warn". Its log goes to
 	// etcd.log in Dir, never to nodewatch's stdout or stderr.
 	LogLevel string
+
+	// For a member of a multi-member cluster (tests of failover); all
+	// empty for a single member.
+	//
+	// Name is the member's name; "" means "nodewatch".
+	Name string
+	// PeerAddr is host:port for peer traffic; "" picks a free port.
+	PeerAddr string
+	// InitialCluster lists every member as name=http://peer,...; ""
+	// means this member alone. The members of a new cluster must be
+	// started concurrently: Start waits for a quorum.
+	InitialCluster string
 }
 
 // Start starts etcd and waits until it serves clients, up to a minute.
@@ -42,13 +54,19 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	peerAddr, err := FreeAddr()
-	if err != nil {
-		return nil, err
+	peerAddr := cfg.PeerAddr
+	if peerAddr == "" {
+		var err error
+		if peerAddr, err = FreeAddr(); err != nil {
+			return nil, err
+		}
 	}
 	ec := embed.NewConfig()
 	ec.Dir = cfg.Dir
-	ec.Name = "nodewatch"
+	ec.Name = cfg.Name
+	if ec.Name == "" {
+		ec.Name = "nodewatch"
+	}
 	ec.LogLevel = cfg.LogLevel
 	if ec.LogLevel == "" {
 		ec.LogLevel = "warn"
@@ -59,6 +77,9 @@ func Start(cfg Config) (*Server, error) {
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
 	ec.UnsafeNoFsync = true // scratch data: speed over durability
 
 	e, err := embed.StartEtcd(ec)
@@ -79,6 +100,13 @@ func Start(cfg Config) (*Server, error) {
 
 // Close stops the server and waits for it.
 func (s *Server) Close() { s.etcd.Close() }
+
+// Kill stops the server the way a crash would: no leadership transfer, no
+// goodbye to the peers.
+func (s *Server) Kill() {
+	s.etcd.Server.HardStop()
+	s.etcd.Close()
+}
 
 // FreeAddr returns a loopback host:port that was free a moment ago.
 func FreeAddr() (string, error) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,10 +34,11 @@ func Start(t testing.TB) string {
 	return s.Endpoint
 }
 
-// Client returns a client for endpoint, closed when the test ends.
+// Client returns a client for endpoint (several: comma-separated), closed
+// when the test ends.
 func Client(t testing.TB, endpoint string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: Timeout, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoint, ","), DialTimeout: Timeout, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +163,86 @@ func (p *Proxy) pump(dst, src net.Conn) {
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// Cluster is a real multi-member etcd cluster, all members embedded in
+// the test process, for tests where failover is the point.
+type Cluster struct {
+	// Endpoints are the members' client URLs, in member order.
+	Endpoints []string
+
+	t       testing.TB
+	configs []embedetcd.Config
+	mu      sync.Mutex // guards servers
+	servers []*embedetcd.Server
+}
+
+// StartCluster starts an n-member cluster that lives as long as the test.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, servers: make([]*embedetcd.Server, n)}
+	var initial []string
+	for i := 0; i < n; i++ {
+		client, err := embedetcd.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer, err := embedetcd.FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "m" + string(rune('0'+i))
+		c.configs = append(c.configs, embedetcd.Config{Dir: t.TempDir(), ClientAddr: client, PeerAddr: peer, Name: name})
+		c.Endpoints = append(c.Endpoints, "http://"+client)
+		initial = append(initial, name+"=http://"+peer)
+	}
+	errs := make(chan error, n)
+	for i := range c.configs {
+		c.configs[i].InitialCluster = strings.Join(initial, ",")
+		go func(i int) { errs <- c.start(i) }(i)
+	}
+	for range c.configs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for i := range c.servers {
+			c.Kill(i)
+		}
+	})
+	return c
+}
+
+func (c *Cluster) start(i int) error {
+	s, err := embedetcd.Start(c.configs[i])
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.servers[i] = s
+	return nil
+}
+
+// Kill stops member i as a crash would (a no-op if it is stopped). It
+// takes up to etcd's request timeout (~7s) while clients hold watches on
+// the member: etcd gives open streams that long to finish.
+func (c *Cluster) Kill(i int) {
+	c.mu.Lock()
+	s := c.servers[i]
+	c.servers[i] = nil
+	c.mu.Unlock()
+	if s != nil {
+		s.Kill()
+	}
+}
+
+// Restart starts member i again on its data and addresses; the other
+// members must have a quorum.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if err := c.start(i); err != nil {
+		c.t.Fatal(err)
+	}
 }
