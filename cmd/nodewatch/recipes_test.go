@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+)
+
+// readmeRecipes returns the shell snippets of README.md's Recipes section,
+// in order.
+func readmeRecipes(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "\n## Recipes")
+	end := strings.Index(text[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("README.md has no Recipes section")
+	}
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestE2EReadmeRecipes runs every recipe of the README, as written, with
+// the built nodewatch and jq on PATH, against a live serve, and checks
+// that each does what its sentence promises.
+func TestE2EReadmeRecipes(t *testing.T) {
+	t.Parallel()
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed (.ci/run installs it)")
+	}
+	recipes := readmeRecipes(t)
+	if len(recipes) != 5 {
+		t.Fatalf("README has %d recipes, this test knows 5", len(recipes))
+	}
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	for _, id := range []string{idA, idB, idC} {
+		putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, "10.0.0."+id[:1]))
+	}
+	addr, _ := serve(t, ep)
+	path := filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
+
+	// recipe runs a snippet with bash; while it runs, act is called every
+	// 200ms (to make the changes the recipe waits for).
+	recipe := func(t *testing.T, snippet string, act func(i int)) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-c", "reload-app() { echo \"reload-app $1\"; }\n"+snippet)
+		cmd.Env = []string{"PATH=" + path, "CURATOR=" + addr, "NODEWATCH_CURATOR=" + addr, "NODEWATCH_ETCD=" + ep}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("recipe failed: %v\n%s", err, out.String())
+				}
+				return out.String()
+			case <-tick.C:
+				if act != nil {
+					act(i)
+				}
+			}
+		}
+	}
+
+	t.Run("wait until three nodes are up", func(t *testing.T) {
+		if out := recipe(t, recipes[0], nil); !strings.HasSuffix(out, "ready\n") {
+			t.Fatalf("output %q", out)
+		}
+	})
+	t.Run("count nodes by state", func(t *testing.T) {
+		out := recipe(t, recipes[3], nil)
+		if got := strings.Join(strings.Fields(out), ""); got != `{"NODE_STATE_UP":3}` {
+			t.Fatalf("output %q", out)
+		}
+	})
+	t.Run("react to each new node", func(t *testing.T) {
+		// The loop never ends by itself: stop it once it has reacted.
+		snippet := strings.Replace(recipes[1], "done", "break; done", 1)
+		out := recipe(t, snippet, func(i int) {
+			putNode(t, c, node(strings.Repeat("d", 30)+itoa2(i), commonpb.NodeState_NODE_STATE_NEW, ""))
+		})
+		if !regexp.MustCompile(`joined: metropolis-d{30}\d\d at \?\n`).MatchString(out) {
+			t.Fatalf("output %q", out)
+		}
+	})
+	t.Run("follow one etcd key", func(t *testing.T) {
+		etcdtest.Put(t, c, "/config/app", `{"v":"initial"}`) // printed by nobody: --changes-only
+		out := recipe(t, recipes[2], func(i int) {
+			switch {
+			case i < 3:
+				etcdtest.Put(t, c, "/config/app", `{"v":`+itoa(i)+`}`)
+			case i == 3:
+				etcdtest.Put(t, c, "/config/app", `{"v":`+itoa(i-1)+`}`) // the same value: no reload
+			default:
+				etcdtest.Delete(t, c, "/config/app")
+			}
+		})
+		if !regexp.MustCompile(`^(reload-app \{"v":\d+\}\n)+config removed\n$`).MatchString(out) {
+			t.Fatalf("output %q", out)
+		}
+	})
+	t.Run("stop at the first deletion", func(t *testing.T) {
+		out := recipe(t, recipes[4], func(i int) {
+			id := strings.Repeat("e", 30) + itoa2(i)
+			if i%2 == 0 {
+				putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, ""))
+			} else {
+				etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+strings.Repeat("e", 30)+itoa2(i-1))
+			}
+		})
+		if !strings.HasPrefix(out, `{"type":"deleted","id":"metropolis-eeee`) || strings.Count(out, "\n") != 1 {
+			t.Fatalf("output %q", out)
+		}
+	})
+}
