@@ -639,3 +639,86 @@ func TestE2ENodesTimeoutUnreachable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 3: it never connected", code, errOut)
 	}
 }
+
+// TestE2EServeFailover: two `nodewatch serve` processes over one etcd, a
+// `nodewatch nodes` process given both; the first serve is terminated, the
+// fleet changes, and nodes carries on through the second, printing only
+// differences.
+func TestE2EServeFailover(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	var addrs []string
+	var servers []*exec.Cmd
+	for i := 0; i < 2; i++ {
+		addr, _ := unusedAddr()
+		srv := command(t, "serve", "--etcd", ep, "--listen", addr)
+		stderr, _ := srv.StderrPipe()
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+		// The first stderr line says it serves.
+		if l, err := bufio.NewReader(stderr).ReadString('\n'); err != nil || !strings.Contains(l, "serving Curator Watch on "+addr) {
+			t.Fatalf("serve %d: %q, %v", i, l, err)
+		}
+		addrs, servers = append(addrs, addr), append(servers, srv)
+	}
+	cmd := command(t, "nodes", "--curator", strings.Join(addrs, ","))
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- l
+		}
+	}()
+	next := func() string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("nodes ended; stderr %q", stderr.String())
+			}
+			return l
+		case <-time.After(timeout):
+			t.Fatalf("no line; stderr %q", stderr.String())
+		}
+		return ""
+	}
+	if l := next(); !strings.Contains(l, `"type":"new","id":"metropolis-`+idA) {
+		t.Fatalf("first line %q", l)
+	}
+	next() // batch_done
+
+	if err := servers[0].Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	servers[0].Wait()
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+	var newB, resync int
+	for newB == 0 {
+		switch l := next(); {
+		case strings.Contains(l, `"type":"new","id":"metropolis-`+idB):
+			newB++
+		case strings.Contains(l, `"cause":"resync"`):
+			resync++
+		case strings.Contains(l, idA):
+			t.Fatalf("A printed again after the failover: %s", l)
+		}
+	}
+	if resync > 1 {
+		t.Errorf("%d resyncs, want at most 1", resync)
+	}
+}
