@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,13 +120,13 @@ func TestE2EExitCodes(t *testing.T) {
 		}
 	})
 	t.Run("124 until not met before timeout", func(t *testing.T) {
-		code, out, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--until", "length == 5", "--timeout", "500ms"))
+		code, out, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--until", "length == 5", "--timeout", "2s"))
 		if code != 124 || strings.Count(out, "\n") != 2 || !strings.Contains(errOut, "timed out before --until was met") {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
 	t.Run("0 timeout without a goal", func(t *testing.T) {
-		code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--timeout", "300ms"))
+		code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--prefix", "/x/", "--timeout", "2s"))
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %q", code, errOut)
 		}
@@ -259,34 +258,69 @@ func TestE2EChangesOnly(t *testing.T) {
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/c/a", "1")
 	etcdtest.Put(t, c, "/c/b", "1")
-	cmd := command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only", "--count", "2")
+	cmd := command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only")
 	stdout, _ := cmd.StdoutPipe()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the initial state is built: the change below must come
-	// after it. nodewatch prints nothing, so poll its etcd watchers count
-	// instead of sleeping: a watch exists once the list is done.
-	waitForWatch(t, ep)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- strings.TrimSpace(l)
+		}
+	}()
+	// nodewatch prints nothing while it builds the initial state, so
+	// touch a sentinel key until a change shows: from then on, changes
+	// come after the initial state.
+	var got []string
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+sync:
+	for i := 0; ; i++ {
+		select {
+		case l := <-lines:
+			got = append(got, l)
+			break sync
+		case <-tick.C:
+			etcdtest.Put(t, c, "/c/sync", itoa(i))
+		case <-deadline:
+			t.Fatalf("no output at all; stderr %q", stderr.String())
+		}
+	}
 	etcdtest.Put(t, c, "/c/a", "2")
 	etcdtest.Delete(t, c, "/c/b")
-	r := bufio.NewReader(stdout)
-	var lines []string
-	for {
-		l, err := r.ReadString('\n')
-		if err != nil {
-			break
+	for !strings.HasPrefix(got[len(got)-1], `{"type":"batch_done"`) || !strings.Contains(strings.Join(got, "\n"), `"id":"/c/b"`) {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("nodewatch ended; stderr %q", stderr.String())
+			}
+			got = append(got, l)
+		case <-deadline:
+			t.Fatalf("got %q; stderr %q", got, stderr.String())
 		}
-		lines = append(lines, strings.TrimSpace(l))
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v; stderr %q", err, stderr.String())
+	var mine []string // the lines about /c/a and /c/b, with their batch_done
+	for i, l := range got {
+		if strings.Contains(l, `"id":"/c/a"`) || strings.Contains(l, `"id":"/c/b"`) {
+			mine = append(mine, l, got[i+1])
+		}
 	}
-	if len(lines) != 3 || !strings.Contains(lines[0], `"type":"updated","id":"/c/a"`) ||
-		!strings.Contains(lines[1], `"type":"batch_done","batch":1,`) || !strings.Contains(lines[2], `"type":"deleted","id":"/c/b"`) {
-		t.Fatalf("got %q; want the update, its batch_done, the delete (then --count 2 ends it)", lines)
+	if !strings.HasPrefix(got[0], `{"type":"new","id":"/c/sync"`) || len(got) < 2 || !strings.HasPrefix(got[1], `{"type":"batch_done","batch":1,`) {
+		t.Fatalf("first lines %q; want the sentinel in batch 1, nothing of the initial state", got)
+	}
+	if len(mine) != 4 || !strings.HasPrefix(mine[0], `{"type":"updated","id":"/c/a"`) || !strings.HasPrefix(mine[2], `{"type":"deleted","id":"/c/b"`) {
+		t.Fatalf("got %q; want the update of /c/a and the deletion of /c/b, each in its batch", got)
 	}
 }
 
@@ -355,31 +389,6 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // unusedAddr returns a loopback address nobody listens on.
 func unusedAddr() (string, error) { return embedetcd.FreeAddr() }
-
-// waitForWatch waits until the etcd at ep has at least one watcher, as
-// its own /metrics report it.
-func waitForWatch(t *testing.T, ep string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(ep + "/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for _, l := range strings.Split(string(body), "\n") {
-				if v, ok := strings.CutPrefix(l, "etcd_debugging_mvcc_watcher_total "); ok && v != "0" {
-					return
-				}
-			}
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-t.Context().Done():
-			return
-		}
-	}
-	t.Fatal("no etcd watcher appeared")
-}
 
 // TestE2ENodesUntil drives `nodewatch nodes --until` (the CI recipe: wait
 // until three nodes are up) against `nodewatch serve`, both as binaries.

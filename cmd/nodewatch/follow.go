@@ -204,6 +204,10 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 	printed, batches := 0, 0
 	for {
 		b, err := mb.Next(runCtx)
+		if err == nil && runCtx.Err() != nil {
+			// Queued batches wait in vain once the run has to end.
+			err = runCtx.Err()
+		}
 		if err != nil {
 			enc.Flush()
 			return end(err)
@@ -231,7 +235,10 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 			return nil
 		})
 		if errors.Is(err, errGoalMet) {
-			return end(enc.Flush())
+			if err := enc.Flush(); err != nil {
+				return end(err)
+			}
+			return nil
 		}
 		if err == nil {
 			err = enc.Flush()
@@ -254,20 +261,25 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 	}
 }
 
-// abandonableWriter writes to w, but gives up on a write that is still
-// blocked writeGrace after stop is closed: the reader of a pipe may have
-// stopped reading (`| sleep 60`, a paused pager), and a signal or
-// --timeout must still end the run. The abandoned write goes on in its
-// goroutine until the process exits; the encoder's error is sticky, so
-// nothing writes after it.
+// abandonableWriter writes to w, but gives up on writes still blocked
+// writeGrace after stop is closed (one deadline for all of them): the
+// reader of a pipe may have stopped reading (`| sleep 60`, a paused
+// pager), and a signal or --timeout must still end the run. The abandoned
+// write goes on in its goroutine until the process exits; the encoder's
+// error is sticky, so nothing writes after it. It is used by one goroutine.
 type abandonableWriter struct {
-	w    io.Writer
-	stop <-chan struct{}
+	w         io.Writer
+	stop      <-chan struct{}
+	deadline  <-chan time.Time // set once stop is seen closed
+	abandoned bool             // the deadline passed: every write gives up at once
 }
 
 var errWriteAbandoned = errors.New("write abandoned: the reader does not read")
 
 func (a *abandonableWriter) Write(p []byte) (int, error) {
+	if a.abandoned {
+		return 0, errWriteAbandoned
+	}
 	type result struct {
 		n   int
 		err error
@@ -277,17 +289,19 @@ func (a *abandonableWriter) Write(p []byte) (int, error) {
 		n, err := a.w.Write(p)
 		done <- result{n, err}
 	}()
-	select {
-	case r := <-done:
-		return r.n, r.err
-	case <-a.stop:
+	if a.deadline == nil {
+		select {
+		case r := <-done:
+			return r.n, r.err
+		case <-a.stop:
+			a.deadline = time.After(writeGrace)
+		}
 	}
-	t := time.NewTimer(writeGrace)
-	defer t.Stop()
 	select {
 	case r := <-done:
 		return r.n, r.err
-	case <-t.C:
+	case <-a.deadline:
+		a.abandoned = true
 		return 0, errWriteAbandoned
 	}
 }

@@ -96,11 +96,16 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	if o.timeout > 0 {
 		dial = min(dial, o.timeout) // --timeout bounds the whole run
 	}
+	started := time.Now()
 	client, err := o.etcd.connect(ctx, dial, o.key, o.prefix)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
+	if o.timeout > 0 {
+		// What connecting took counts against --timeout.
+		o.timeout = max(o.timeout-time.Since(started), time.Millisecond)
+	}
 	w := &etcdkv.Watcher{
 		Client: client,
 		Key:    o.key,

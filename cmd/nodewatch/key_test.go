@@ -355,3 +355,28 @@ func putRetrying(t *testing.T, c *clientv3.Client, key, value string) {
 		}
 	}
 }
+
+// slowWriter is a reader that takes its time with every write.
+type slowWriter struct{ delay time.Duration }
+
+func (w slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	return len(p), nil
+}
+
+// TestKeyCountMetBeforeTimeout: --count reached, its output still being
+// written when --timeout passes: the goal was met, exit 0, not 124.
+func TestKeyCountMetBeforeTimeout(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	for _, k := range []string{"/s/a", "/s/b", "/s/c"} {
+		etcdtest.Put(t, c, k, "1")
+	}
+	var stderr strings.Builder
+	code := run(context.Background(), []string{"key", "--etcd", ep, "--prefix", "/s/", "--count", "2", "--timeout", "300ms"},
+		strings.NewReader(""), slowWriter{delay: 500 * time.Millisecond}, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q; want 0: the count was met", code, stderr.String())
+	}
+}

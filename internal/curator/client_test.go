@@ -65,7 +65,9 @@ func testClient(lg *logs, addrs ...string) *Client {
 		Logf:        lg.logf,
 		DialTimeout: 2 * time.Second,
 		MaxBackoff:  200 * time.Millisecond,
-		Settle:      200 * time.Millisecond,
+		// Long enough for a restarted server to list etcd on a loaded
+		// machine: a shorter settle would take a slow node for an absent one.
+		Settle: time.Second,
 	}
 }
 

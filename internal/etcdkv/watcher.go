@@ -107,6 +107,9 @@ func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error)
 	key, end := w.Key, ""
 	if w.Prefix {
 		end = clientv3.GetPrefixRangeEnd(w.Key)
+		if key == "" {
+			key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
+		}
 	}
 	var (
 		changes []nodeset.Change

@@ -90,9 +90,10 @@ func TestListPaged(t *testing.T) {
 	}
 }
 
-// TestResumeAfterDisconnect: a watcher cut off and let back resumes at the
-// last revision + 1: every change made meanwhile arrives once, as a change
-// batch per revision, with no relisting.
+// TestResumeAfterDisconnect: a watcher cut off and let back catches up
+// with every change made meanwhile, as change batches, with no relisting.
+// (Here the etcd client resumes the watch by itself; TestResumeAfterNoLeader
+// drives the watcher's own resume loop.)
 func TestResumeAfterDisconnect(t *testing.T) {
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
@@ -150,5 +151,78 @@ func TestSingleKeyIgnoresSiblings(t *testing.T) {
 	b = next(t, mb)
 	if len(b.Changes) != 1 || b.Changes[0].Rev != rev || b.Changes[0].Object != "2" {
 		t.Fatalf("change batch %+v, want /s=2 at rev %d", b.Changes, rev)
+	}
+}
+
+// TestResumeAfterNoLeader: the member a watcher talks to loses its quorum,
+// so etcd cancels the watch (the watcher requires a leader) and the
+// watcher's own loop must watch again from the last revision + 1 once the
+// cluster is back: the changes made after it arrive, with no resync.
+func TestResumeAfterNoLeader(t *testing.T) {
+	cluster := etcdtest.StartCluster(t, 3)
+	all := etcdtest.Client(t, strings.Join(cluster.Endpoints, ","))
+	only0 := etcdtest.Client(t, cluster.Endpoints[0])
+	var logs strings.Builder
+	var mu sync.Mutex
+	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
+		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	mb := startWatcher(t, w)
+	next(t, mb) // the initial listing
+	rev := etcdtest.Put(t, all, "/q/a", "1")
+	if b := next(t, mb); b.Rev != rev {
+		t.Fatalf("batch at rev %d, want %d", b.Rev, rev)
+	}
+
+	cluster.Kill(1)
+	cluster.Kill(2)
+	want := fmt.Sprintf("resuming at rev %d", rev+1)
+	deadline := time.Now().Add(3 * etcdtest.Timeout)
+	for {
+		mu.Lock()
+		seen := strings.Contains(logs.String(), want)
+		mu.Unlock()
+		if seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("the watcher did not resume at rev %d; log:\n%s", rev+1, logs.String())
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-t.Context().Done():
+			return
+		}
+	}
+	cluster.Restart(1)
+	cluster.Restart(2)
+	rev2 := putUntil(t, all, "/q/a", "2")
+	for {
+		b := next(t, mb)
+		if b.Cause != nodeset.CauseChange {
+			t.Fatalf("batch cause %v after the cluster came back, want change", b.Cause)
+		}
+		if b.Rev == rev2 {
+			return
+		}
+	}
+}
+
+// putUntil puts key=value, retrying while the cluster elects a leader, and
+// returns the revision.
+func putUntil(t *testing.T, c *clientv3.Client, key, value string) int64 {
+	t.Helper()
+	deadline := time.Now().Add(etcdtest.Timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := c.Put(ctx, key, value)
+		cancel()
+		if err == nil {
+			return resp.Header.Revision
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("put %q: %v", key, err)
+		}
 	}
 }

@@ -96,6 +96,9 @@ func (f *Follower) Set() *Set { return f.set }
 func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	latest := make(map[string]Change, len(b.Changes))
 	for _, c := range b.Changes {
+		if prev, ok := latest[c.ID]; ok && c.Undecodable && !prev.Deleted {
+			continue // a good state earlier in the batch is the last good one
+		}
 		latest[c.ID] = c
 	}
 	if b.Full() {

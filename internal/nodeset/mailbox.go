@@ -53,6 +53,11 @@ func newMerged(b Batch) *merged {
 
 func (m *merged) add(b Batch) {
 	for _, c := range b.Changes {
+		if prev, ok := m.changes[c.ID]; ok && c.Undecodable && !prev.Deleted {
+			// The record turned bad after a state nobody has read yet:
+			// that state is the last good one, keep it.
+			continue
+		}
 		m.changes[c.ID] = c
 	}
 	m.synced = m.synced || b.Synced
@@ -82,6 +87,19 @@ func (m *Mailbox) Put(b Batch) {
 		next := newMerged(b)
 		if len(m.queue) > 0 && m.queue[0].cause == CauseInitial {
 			next.cause = CauseInitial
+		}
+		// A record that is bad in the listing keeps the newest good state
+		// still queued for it, which nobody has read yet.
+		for _, c := range b.Changes {
+			if !c.Undecodable {
+				continue
+			}
+			for i := len(m.queue) - 1; i >= 0; i-- {
+				if q, ok := m.queue[i].changes[c.ID]; ok && !q.Undecodable && !q.Deleted {
+					next.changes[c.ID] = q
+					break
+				}
+			}
 		}
 		m.queue = append(m.queue[:0], next)
 		next.add(b)

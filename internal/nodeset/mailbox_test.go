@@ -179,3 +179,35 @@ func benchmarkMailboxHeap(b *testing.B, updates int) {
 
 func BenchmarkMailboxHeap100kUpdates(b *testing.B) { benchmarkMailboxHeap(b, 100_000) }
 func BenchmarkMailboxHeap1MUpdates(b *testing.B)   { benchmarkMailboxHeap(b, 1_000_000) }
+
+// TestMailboxUndecodableKeepsQueuedState: a record that turns bad after a
+// state nobody has read yet does not hide that state, whether the bad
+// record merges into a queued batch or comes in a full listing.
+func TestMailboxUndecodableKeepsQueuedState(t *testing.T) {
+	bad := Change{ID: "a", Undecodable: true}
+	tests := []struct {
+		name string
+		puts []Batch
+		want Change
+	}{
+		{"merged", []Batch{{Changes: []Change{{ID: "a", Object: "S2"}}}, {Changes: []Change{bad}}}, Change{ID: "a", Object: "S2"}},
+		{"full listing", []Batch{{Changes: []Change{{ID: "a", Object: "S2"}}}, {Cause: CauseResync, Changes: []Change{bad}}}, Change{ID: "a", Object: "S2"}},
+		{"after a delete it stays bad", []Batch{{Changes: []Change{{ID: "a", Deleted: true}}}, {Changes: []Change{bad}}}, bad},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMailbox()
+			m.MaxQueued = 1
+			for _, b := range tt.puts {
+				m.Put(b)
+			}
+			b, err := m.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]Change{tt.want}, b.Changes); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
