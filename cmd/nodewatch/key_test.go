@@ -380,3 +380,21 @@ func TestKeyCountMetBeforeTimeout(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 0: the count was met", code, stderr.String())
 	}
 }
+
+// TestKeyEveryKey: `key --prefix ""` follows every key, as the usage
+// message for an empty KEY suggests.
+func TestKeyEveryKey(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "a", "1")
+	etcdtest.Put(t, c, "/b", "2")
+	stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "", "--once")
+	if code != 0 || !strings.Contains(stdout, `"id":"/b"`) || !strings.Contains(stdout, `"id":"a"`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	_, stderr, code = runSync(t, "key", "--etcd", ep, "")
+	if code != 2 || !strings.Contains(stderr, `--prefix ""`) {
+		t.Fatalf("empty KEY without --prefix: exit %d, stderr %q", code, stderr)
+	}
+}
