@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint demo bench fuzz proto clean
+.PHONY: all build test lint demo bench fuzz soak proto clean
 
 all: build
 
@@ -30,6 +30,12 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
+
+## soak: sim at full speed, serve, nodes behind a slow reader, for SOAKTIME (default 2m):
+## heap over time, then the replayed stream must equal etcd.
+SOAKTIME ?= 2m
+soak:
+	NODEWATCH_SOAK=$(SOAKTIME) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 0 ./cmd/nodewatch
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).
 proto:

@@ -17,12 +17,14 @@ const DefaultMaxQueued = 64
 // as the pipe behind stdout. The Mailbox sits between them: Put never
 // blocks. Up to MaxQueued batches are kept as they came, so batch
 // boundaries (one etcd transaction, one Curator event) survive a consumer
-// that is merely a little behind. Beyond that, new batches are merged into
-// the last one per id, the latest state winning, so memory is bounded by
-// the number of ids, not by the number of updates. What is lost then are
-// intermediate states nobody had the chance to read, which is what users
-// of a slow pipe want. A full listing (initial or resync) supersedes
-// everything queued before it.
+// that is merely a little behind. When a batch arrives at a full queue,
+// everything queued collapses into one batch, per id, the latest state
+// winning. So the queue never holds more than one change per id plus
+// MaxQueued batches as the source made them: memory is bounded by the
+// number of ids, not by the number of updates, however long the consumer
+// lags. What is lost are intermediate states nobody had the chance to
+// read, which is what users of a slow pipe want. A full listing (initial
+// or resync) supersedes everything queued before it.
 //
 // Put and Close are called by the source (one goroutine or several); Next by
 // one consumer. All methods are safe for concurrent use.
@@ -53,15 +55,28 @@ func newMerged(b Batch) *merged {
 
 func (m *merged) add(b Batch) {
 	for _, c := range b.Changes {
-		if prev, ok := m.changes[c.ID]; ok && c.Undecodable && !prev.Deleted {
-			// The record turned bad after a state nobody has read yet:
-			// that state is the last good one, keep it.
-			continue
-		}
-		m.changes[c.ID] = c
+		m.put(c)
 	}
 	m.synced = m.synced || b.Synced
 	m.rev = max(m.rev, b.Rev)
+}
+
+// absorb merges the later batch o into m.
+func (m *merged) absorb(o *merged) {
+	for _, c := range o.changes {
+		m.put(c)
+	}
+	m.synced = m.synced || o.synced
+	m.rev = max(m.rev, o.rev)
+}
+
+func (m *merged) put(c Change) {
+	if prev, ok := m.changes[c.ID]; ok && c.Undecodable && !prev.Deleted {
+		// The record turned bad after a state nobody has read yet: that
+		// state is the last good one, keep it.
+		return
+	}
+	m.changes[c.ID] = c
 }
 
 // NewMailbox returns an empty Mailbox.
@@ -104,7 +119,16 @@ func (m *Mailbox) Put(b Batch) {
 		m.queue = append(m.queue[:0], next)
 		next.add(b)
 	case len(m.queue) >= limit:
-		m.queue[len(m.queue)-1].add(b)
+		// The consumer is far behind: collapse the queue into its first
+		// batch (which keeps its cause: an unread initial listing stays
+		// initial), then add b.
+		first := m.queue[0]
+		for i, q := range m.queue[1:] {
+			first.absorb(q)
+			m.queue[i+1] = nil
+		}
+		m.queue = m.queue[:1]
+		first.add(b)
 	default:
 		next := newMerged(b)
 		next.add(b)
@@ -172,4 +196,16 @@ func (m *Mailbox) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.queue)
+}
+
+// Pending returns the number of changes queued, over all batches (for
+// tests and metrics).
+func (m *Mailbox) Pending() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, q := range m.queue {
+		n += len(q.changes)
+	}
+	return n
 }

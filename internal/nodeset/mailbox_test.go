@@ -112,30 +112,56 @@ func TestMailboxKeepsBatchesApart(t *testing.T) {
 }
 
 // TestMailboxBounded: a million updates of ten ids, nobody reading, leave
-// at most MaxQueued batches, the last holding the latest state of all ten.
+// at most MaxQueued batches and at most one change per id plus MaxQueued;
+// replayed in order they give the latest state of every id.
 func TestMailboxBounded(t *testing.T) {
 	m := NewMailbox()
 	const n = 1_000_000
 	for i := 0; i < n; i++ {
 		m.Put(Batch{Changes: []Change{{ID: string(rune('a' + i%10)), Object: i}}})
 	}
-	if got := m.Len(); got != DefaultMaxQueued {
-		t.Fatalf("queued batches = %d, want %d", got, DefaultMaxQueued)
+	if got := m.Len(); got > DefaultMaxQueued {
+		t.Fatalf("queued batches = %d, want at most %d", got, DefaultMaxQueued)
 	}
-	var last Batch
+	if got := m.Pending(); got > 10+DefaultMaxQueued {
+		t.Fatalf("queued changes = %d, want at most %d", got, 10+DefaultMaxQueued)
+	}
+	state := map[string]int{}
 	for m.Len() > 0 {
 		b, err := m.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		last = b
+		for _, c := range b.Changes {
+			state[c.ID] = c.Object.(int)
+		}
 	}
-	if len(last.Changes) != 10 {
-		t.Fatalf("last batch has %d changes, want 10", len(last.Changes))
+	for id, v := range state {
+		if want := n - 10 + int(id[0]-'a'); v != want {
+			t.Errorf("id %s: last state %d, want %d", id, v, want)
+		}
 	}
-	for _, c := range last.Changes {
-		if c.Object.(int) < n-10 {
-			t.Errorf("id %s: state %v is not among the latest", c.ID, c.Object)
+}
+
+// TestMailboxSlowConsumer: a consumer that takes one batch while the
+// source puts 200 (over 200 ids) never lets the queue grow past one change
+// per id plus MaxQueued, however long it goes on. (Merging only into the
+// newest batch would let every queued batch fill up with all ids.)
+func TestMailboxSlowConsumer(t *testing.T) {
+	m := NewMailbox()
+	ids := make([]string, 200)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("id-%03d", i)
+	}
+	for round := 0; round < 2000; round++ {
+		for i, id := range ids {
+			m.Put(Batch{Changes: []Change{{ID: id, Object: round*1000 + i}}})
+		}
+		if _, err := m.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Pending(); got > len(ids)+DefaultMaxQueued {
+			t.Fatalf("round %d: %d changes queued, want at most %d", round, got, len(ids)+DefaultMaxQueued)
 		}
 	}
 }
