@@ -266,18 +266,7 @@ func TestE2EChangesOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(stdout)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- strings.TrimSpace(l)
-		}
-	}()
+	lines := readLines(stdout)
 	// nodewatch prints nothing while it builds the initial state, so
 	// touch a sentinel key until a change shows: from then on, changes
 	// come after the initial state.
@@ -682,18 +671,7 @@ func TestE2EServeFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 100)
-	go func() {
-		r := bufio.NewReader(stdout)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				close(lines)
-				return
-			}
-			lines <- l
-		}
-	}()
+	lines := readLines(stdout)
 	next := func() string {
 		select {
 		case l, ok := <-lines:
@@ -730,4 +708,22 @@ func TestE2EServeFailover(t *testing.T) {
 	if resync > 1 {
 		t.Errorf("%d resyncs, want at most 1", resync)
 	}
+}
+
+// readLines sends every line read from r, without its newline, to the
+// channel it returns, and closes it at the end of r.
+func readLines(r io.Reader) <-chan string {
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		br := bufio.NewReader(r)
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- strings.TrimSuffix(l, "\n")
+		}
+	}()
+	return lines
 }

@@ -362,11 +362,34 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := map[string]any{}
+	want := etcdNodes(t, c)
+	deadline := time.After(timeout)
+	for !cmp.Equal(want, view) {
+		select {
+		case <-deadline:
+			t.Fatalf("replayed stream differs from etcd (-want +got):\n%s", cmp.Diff(want, view))
+		default:
+		}
+		apply(p.batch(t))
+	}
+	for _, typ := range []string{"new", "updated", "deleted"} {
+		if seen[typ] == 0 {
+			t.Errorf("no %s event in %v", typ, seen)
+		}
+	}
+}
+
+// etcdNodes returns the node records under /nodes/ as nodewatch prints
+// their objects, in plain JSON types, by id.
+func etcdNodes(t *testing.T, c *clientv3.Client) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	resp, err := c.Get(ctx, curator.DefaultPrefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]any{}
 	for _, kv := range resp.Kvs {
 		id := strings.TrimPrefix(string(kv.Key), curator.DefaultPrefix)
 		n, err := curator.DecodeRecord(id, kv.Value)
@@ -382,18 +405,5 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 		json.Unmarshal(b, &plain)
 		want[id] = plain
 	}
-	deadline := time.After(timeout)
-	for !cmp.Equal(want, view) {
-		select {
-		case <-deadline:
-			t.Fatalf("replayed stream differs from etcd (-want +got):\n%s", cmp.Diff(want, view))
-		default:
-		}
-		apply(p.batch(t))
-	}
-	for _, typ := range []string{"new", "updated", "deleted"} {
-		if seen[typ] == 0 {
-			t.Errorf("no %s event in %v", typ, seen)
-		}
-	}
+	return want
 }

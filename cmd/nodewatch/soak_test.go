@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
@@ -130,23 +128,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("nodes grew from %d MiB to %d MiB under a slow reader: memory is not bounded by ids", first>>10, last>>10)
 	}
 
-	want := map[string]any{}
-	resp, err := c.Get(ctx, curator.DefaultPrefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range resp.Kvs {
-		id := strings.TrimPrefix(string(kv.Key), curator.DefaultPrefix)
-		n, err := curator.DecodeRecord(id, kv.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _ := curator.Object(n)
-		b, _ := json.Marshal(obj)
-		var plain any
-		json.Unmarshal(b, &plain)
-		want[id] = plain
-	}
+	want := etcdNodes(t, c)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		mu.Lock()
