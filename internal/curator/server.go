@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -44,7 +46,9 @@ type ServerConfig struct {
 	Prefix string
 	// NodeID, Host and Port name this server in GetCurrentLeader
 	// responses, which always call it the leader: all state lives in
-	// etcd, so every replica can serve Watch. Host and Port should be
+	// etcd, so every replica can serve Watch. An unspecified Host ("",
+	// 0.0.0.0, ::) is answered with the address the client reached this
+	// server at. Host and Port should be
 	// an address clients can reach it at; clients that follow a leader
 	// connect there.
 	NodeID string
@@ -401,7 +405,7 @@ func sendBacklog(srv apipb.Curator_WatchServer, nodes []*apipb.Node, limit int) 
 func (s *Server) GetCurrentLeader(_ *apipb.GetCurrentLeaderRequest, srv apipb.CuratorLocal_GetCurrentLeaderServer) error {
 	err := srv.Send(&apipb.GetCurrentLeaderResponse{
 		LeaderNodeId: s.cfg.NodeID,
-		LeaderHost:   s.cfg.Host,
+		LeaderHost:   advertisedHost(srv.Context(), s.cfg.Host),
 		LeaderPort:   int32(s.cfg.Port),
 		ThisNodeId:   s.cfg.NodeID,
 	})
@@ -414,6 +418,22 @@ func (s *Server) GetCurrentLeader(_ *apipb.GetCurrentLeaderRequest, srv apipb.Cu
 	case <-s.done:
 		return status.Error(codes.Unavailable, errStopped.Error())
 	}
+}
+
+// advertisedHost is the leader_host to tell a client: the configured host,
+// unless that is unspecified ("", 0.0.0.0, ::: serve listens on every
+// interface), in which case the address the client reached this server at,
+// which is one the client can reach.
+func advertisedHost(ctx context.Context, host string) string {
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return host
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.LocalAddr != nil {
+		if h, _, err := net.SplitHostPort(p.LocalAddr.String()); err == nil {
+			return h
+		}
+	}
+	return host
 }
 
 func (s *Server) logf(format string, args ...any) {

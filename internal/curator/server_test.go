@@ -383,3 +383,26 @@ func TestServerGetCurrentLeader(t *testing.T) {
 		t.Fatal("GetCurrentLeader did not end after cancel")
 	}
 }
+
+// TestServerLeaderHostUnspecified: a server listening on every interface
+// (host 0.0.0.0) names as leader_host the address the client reached it
+// at, which the client can use, not 0.0.0.0.
+func TestServerLeaderHostUnspecified(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	s := startServer(t, ServerConfig{Etcd: st.etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
+	g := serveGRPC(t, "", s) // on 127.0.0.1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := apipb.NewCuratorLocalClient(dial(t, g.addr)).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetLeaderHost() != "127.0.0.1" {
+		t.Fatalf("leader_host %q, want 127.0.0.1 (where the client reached the server)", got.GetLeaderHost())
+	}
+}
