@@ -96,8 +96,8 @@ func (f *Follower) Set() *Set { return f.set }
 func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	latest := make(map[string]Change, len(b.Changes))
 	for _, c := range b.Changes {
-		if prev, ok := latest[c.ID]; ok && c.Undecodable && !prev.Deleted {
-			continue // a good state earlier in the batch is the last good one
+		if _, ok := latest[c.ID]; ok && c.Undecodable {
+			continue // an earlier state in the batch is the last one to show
 		}
 		latest[c.ID] = c
 	}

@@ -16,49 +16,69 @@ func sorted(b Batch) Batch {
 	return b
 }
 
-// TestMailboxMerges: with MaxQueued 1, every batch merges into the one
-// queued.
+// drain returns every queued batch, changes sorted by id.
+func drain(t *testing.T, m *Mailbox) []Batch {
+	t.Helper()
+	var out []Batch
+	for m.Len() > 0 {
+		b, err := m.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sorted(b))
+	}
+	return out
+}
+
+// TestMailboxMerges: what comes out of a mailbox with MaxQueued 2 that
+// nobody read while the batches went in.
 func TestMailboxMerges(t *testing.T) {
+	chg := func(rev int64, c ...Change) Batch {
+		return Batch{Cause: CauseChange, Synced: true, Rev: rev, Changes: c}
+	}
 	tests := []struct {
 		name string
 		puts []Batch
-		want Batch
+		want []Batch
 	}{{
-		name: "changes merge per id, latest wins",
-		puts: []Batch{
-			{Cause: CauseChange, Synced: true, Rev: 5, Changes: []Change{{ID: "a", Object: 1, Rev: 5}}},
-			{Cause: CauseChange, Synced: true, Rev: 6, Changes: []Change{{ID: "a", Object: 2, Rev: 6}, {ID: "b", Deleted: true, Rev: 6}}},
-		},
-		want: Batch{Cause: CauseChange, Synced: true, Rev: 6, Changes: []Change{{ID: "a", Object: 2, Rev: 6}, {ID: "b", Deleted: true, Rev: 6}}},
+		name: "below the limit, batches stay apart",
+		puts: []Batch{chg(5, Change{ID: "a", Object: 1}), chg(6, Change{ID: "a", Object: 2})},
+		want: []Batch{chg(5, Change{ID: "a", Object: 1}), chg(6, Change{ID: "a", Object: 2})},
 	}, {
-		name: "a full listing replaces pending changes",
-		puts: []Batch{
-			{Cause: CauseChange, Rev: 5, Changes: []Change{{ID: "a", Object: 1}}},
-			{Cause: CauseResync, Synced: true, Rev: 9, Changes: []Change{{ID: "b", Object: 1}}},
-		},
-		want: Batch{Cause: CauseResync, Synced: true, Rev: 9, Changes: []Change{{ID: "b", Object: 1}}},
+		name: "at the limit, change batches collapse per id, latest wins",
+		puts: []Batch{chg(5, Change{ID: "a", Object: 1}), chg(6, Change{ID: "a", Object: 2}, Change{ID: "b", Object: 1}), chg(7, Change{ID: "a", Object: 3})},
+		want: []Batch{chg(7, Change{ID: "a", Object: 3}, Change{ID: "b", Object: 1})},
 	}, {
-		name: "changes after an unread initial listing stay initial",
+		name: "a full listing replaces queued changes",
+		puts: []Batch{chg(5, Change{ID: "a", Object: 1}), {Cause: CauseResync, Synced: true, Rev: 9, Changes: []Change{{ID: "b", Object: 1}}}},
+		want: []Batch{{Cause: CauseResync, Synced: true, Rev: 9, Changes: []Change{{ID: "b", Object: 1}}}},
+	}, {
+		name: "an unread initial listing stays initial, and apart from later changes",
 		puts: []Batch{
 			{Cause: CauseInitial, Synced: true, Rev: 3, Changes: []Change{{ID: "a", Object: 1}}},
 			{Cause: CauseResync, Synced: true, Rev: 4, Changes: []Change{{ID: "a", Object: 2}}},
-			{Cause: CauseChange, Synced: true, Rev: 5, Changes: []Change{{ID: "c", Object: 1}}},
+			chg(5, Change{ID: "c", Object: 1}),
+			chg(6, Change{ID: "c", Object: 2}),
+			chg(7, Change{ID: "d", Object: 1}),
 		},
-		want: Batch{Cause: CauseInitial, Synced: true, Rev: 5, Changes: []Change{{ID: "a", Object: 2}, {ID: "c", Object: 1}}},
+		want: []Batch{
+			{Cause: CauseInitial, Synced: true, Rev: 4, Changes: []Change{{ID: "a", Object: 2}}},
+			chg(7, Change{ID: "c", Object: 2}, Change{ID: "d", Object: 1}),
+		},
+	}, {
+		name: "a collapse forgets what the consumer never saw come and go",
+		puts: []Batch{chg(5, Change{ID: "x", Object: 1}), chg(6, Change{ID: "x", Deleted: true}), chg(7, Change{ID: "y", Object: 1})},
+		want: []Batch{chg(7, Change{ID: "y", Object: 1})},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewMailbox()
-			m.MaxQueued = 1
+			m.MaxQueued = 2
 			for _, b := range tt.puts {
 				m.Put(b)
 			}
-			got, err := m.Next(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, sorted(got)); diff != "" {
-				t.Errorf("batch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, drain(t, m)); diff != "" {
+				t.Errorf("batches (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -206,34 +226,74 @@ func benchmarkMailboxHeap(b *testing.B, updates int) {
 func BenchmarkMailboxHeap100kUpdates(b *testing.B) { benchmarkMailboxHeap(b, 100_000) }
 func BenchmarkMailboxHeap1MUpdates(b *testing.B)   { benchmarkMailboxHeap(b, 1_000_000) }
 
-// TestMailboxUndecodableKeepsQueuedState: a record that turns bad after a
-// state nobody has read yet does not hide that state, whether the bad
-// record merges into a queued batch or comes in a full listing.
-func TestMailboxUndecodableKeepsQueuedState(t *testing.T) {
-	bad := Change{ID: "a", Undecodable: true}
+// TestMailboxUndecodable: an undecodable record never hides the state the
+// consumer should see last for its id. Each case gives the view the
+// follower ends with, batch by batch without a mailbox (want) and through
+// a mailbox with MaxQueued 2 (got): they must agree.
+func TestMailboxUndecodable(t *testing.T) {
+	bad := func(id string) Change { return Change{ID: id, Undecodable: true} }
+	chg := func(c ...Change) Batch { return Batch{Cause: CauseChange, Synced: true, Changes: c} }
 	tests := []struct {
-		name string
-		puts []Batch
-		want Change
+		name    string
+		printed []Change // the view before
+		puts    []Batch
 	}{
-		{"merged", []Batch{{Changes: []Change{{ID: "a", Object: "S2"}}}, {Changes: []Change{bad}}}, Change{ID: "a", Object: "S2"}},
-		{"full listing", []Batch{{Changes: []Change{{ID: "a", Object: "S2"}}}, {Cause: CauseResync, Changes: []Change{bad}}}, Change{ID: "a", Object: "S2"}},
-		{"after a delete it stays bad", []Batch{{Changes: []Change{{ID: "a", Deleted: true}}}, {Changes: []Change{bad}}}, bad},
+		{"a good state, then bad", []Change{{ID: "a", Object: 0}}, []Batch{chg(Change{ID: "a", Object: 1}), chg(bad("a"))}},
+		{"a good state, then a listing where it is bad", []Change{{ID: "a", Object: 0}},
+			[]Batch{chg(Change{ID: "a", Object: 1}), {Cause: CauseResync, Synced: true, Changes: []Change{bad("a")}}}},
+		{"deleted, then a listing where it is bad", []Change{{ID: "a", Object: 0}},
+			[]Batch{chg(Change{ID: "a", Object: 1}), chg(Change{ID: "a", Deleted: true}), {Cause: CauseResync, Synced: true, Changes: []Change{bad("a")}}}},
+		{"deleted, something else, then bad", []Change{{ID: "a", Object: 0}},
+			[]Batch{chg(Change{ID: "a", Deleted: true}), chg(Change{ID: "b", Object: 1}), chg(bad("a"))}},
+		{"a listing without it, something else, then bad", []Change{{ID: "a", Object: 0}},
+			[]Batch{{Cause: CauseResync, Synced: true}, chg(Change{ID: "b", Object: 1}), chg(bad("a"))}},
+	}
+	view := func(f *Follower) map[string]any {
+		out := map[string]any{}
+		f.Set().Ascend(func(id string, obj any) bool { out[id] = obj; return true })
+		return out
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			start := Batch{Cause: CauseInitial, Synced: true, Changes: tt.printed}
+			nop := func(Event) error { return nil }
+
+			direct := NewFollower(nil, nil)
+			direct.Apply(start, nop)
+			for _, b := range tt.puts {
+				direct.Apply(b, nop)
+			}
+
+			via := NewFollower(nil, nil)
 			m := NewMailbox()
-			m.MaxQueued = 1
+			m.MaxQueued = 2
+			m.Put(start)
+			b, _ := m.Next(context.Background())
+			via.Apply(b, nop)
 			for _, b := range tt.puts {
 				m.Put(b)
 			}
-			b, err := m.Next(context.Background())
-			if err != nil {
-				t.Fatal(err)
+			for _, b := range drain(t, m) {
+				via.Apply(b, nop)
 			}
-			if diff := cmp.Diff([]Change{tt.want}, b.Changes); diff != "" {
-				t.Errorf("changes (-want +got):\n%s", diff)
+			if diff := cmp.Diff(view(direct), view(via)); diff != "" {
+				t.Errorf("view through the mailbox differs (-direct +mailbox):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMailboxChurnBounded: ids created and deleted for good while nobody
+// reads do not pile up: the queue stays at about the live ids.
+func TestMailboxChurnBounded(t *testing.T) {
+	m := NewMailbox()
+	m.MaxQueued = 4
+	for i := 0; i < 100_000; i++ {
+		id := fmt.Sprintf("lock-%06d", i)
+		m.Put(Batch{Changes: []Change{{ID: id, Object: i}}})
+		m.Put(Batch{Changes: []Change{{ID: id, Deleted: true}}})
+	}
+	if got := m.Pending(); got > 8 {
+		t.Fatalf("%d changes queued after 100k ids came and went, want a handful", got)
 	}
 }
