@@ -163,17 +163,7 @@ func TestE2EAuthRefused(t *testing.T) {
 	t.Parallel()
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for _, step := range []func() error{
-		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	etcdtest.EnableAuth(t, c, "rootpw")
 	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "/x", "--user", "root:s3cret-wrong"))
 	if code != 1 || !strings.Contains(errOut, "authentication failed") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the reason", code, errOut)
@@ -258,15 +248,7 @@ func TestE2EChangesOnly(t *testing.T) {
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/c/a", "1")
 	etcdtest.Put(t, c, "/c/b", "1")
-	cmd := command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := readLines(stdout)
+	lines, stderr := startLines(t, command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only"))
 	// nodewatch prints nothing while it builds the initial state, so
 	// touch a sentinel key until a change shows: from then on, changes
 	// come after the initial state.
@@ -281,7 +263,7 @@ sync:
 			got = append(got, l)
 			break sync
 		case <-tick.C:
-			etcdtest.Put(t, c, "/c/sync", itoa(i))
+			etcdtest.Put(t, c, "/c/sync", strconv.Itoa(i))
 		case <-deadline:
 			t.Fatalf("no output at all; stderr %q", stderr.String())
 		}
@@ -352,7 +334,7 @@ func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pts, err := os.OpenFile("/dev/pts/"+itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,8 +355,6 @@ func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	cmd.Wait()
 	return out.String()
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // unusedAddr returns a loopback address nobody listens on.
 func unusedAddr() (string, error) { return embedetcd.FreeAddr() }
@@ -543,14 +523,12 @@ func TestE2ERBAC(t *testing.T) {
 		},
 		func() error { _, err := c.UserAdd(ctx, "ro", "ropw"); return err },
 		func() error { _, err := c.UserGrantRole(ctx, "ro", "config-reader"); return err },
-		func() error { _, err := c.UserAdd(ctx, "root", "rootpw"); return err },
-		func() error { _, err := c.UserGrantRole(ctx, "root", "root"); return err },
-		func() error { _, err := c.AuthEnable(ctx); return err },
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	etcdtest.EnableAuth(t, c, "rootpw")
 	for _, args := range [][]string{{"/config/app"}, {"/config/", "--prefix"}} {
 		cmd := command(t, append([]string{"key", "--etcd", ep, "--user", "ro:ropw", "--once"}, args...)...)
 		if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, `"id":"/config/app"`) {
@@ -579,7 +557,7 @@ func TestE2ESignalWhileBlocked(t *testing.T) {
 	for i := 0; i < 100; i += 10 { // 800 KB of output: far more than a pipe holds
 		var ops []clientv3.Op
 		for j := i; j < i+10; j++ {
-			ops = append(ops, clientv3.OpPut("/big/"+itoa(j), big))
+			ops = append(ops, clientv3.OpPut("/big/"+strconv.Itoa(j), big))
 		}
 		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
 			t.Fatal(err)
@@ -663,15 +641,7 @@ func TestE2EServeFailover(t *testing.T) {
 		}
 		addrs, servers = append(addrs, addr), append(servers, srv)
 	}
-	cmd := command(t, "nodes", "--curator", strings.Join(addrs, ","))
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := readLines(stdout)
+	lines, stderr := startLines(t, command(t, "nodes", "--curator", strings.Join(addrs, ",")))
 	next := func() string {
 		select {
 		case l, ok := <-lines:
@@ -710,13 +680,25 @@ func TestE2EServeFailover(t *testing.T) {
 	}
 }
 
-// readLines sends every line read from r, without its newline, to the
-// channel it returns, and closes it at the end of r.
-func readLines(r io.Reader) <-chan string {
+// startLines starts cmd and returns its stdout, line by line (without
+// newlines; the channel is closed at its end), and its stderr. The process
+// is killed when the test ends.
+func startLines(t *testing.T, cmd *exec.Cmd) (<-chan string, *syncBuffer) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	lines := make(chan string, 100)
 	go func() {
 		defer close(lines)
-		br := bufio.NewReader(r)
+		br := bufio.NewReader(stdout)
 		for {
 			l, err := br.ReadString('\n')
 			if err != nil {
@@ -725,5 +707,5 @@ func readLines(r io.Reader) <-chan string {
 			lines <- strings.TrimSuffix(l, "\n")
 		}
 	}()
-	return lines
+	return lines, stderr
 }

@@ -264,11 +264,7 @@ func TestKeyCompaction(t *testing.T) {
 	etcdtest.Put(t, c, "/n/flap", "1") // deleted and re-created with the same value
 	etcdtest.Put(t, c, "/n/keep", "same")
 	rev := etcdtest.Put(t, c, "/other", "x")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatal(err)
-	}
+	etcdtest.Compact(t, c, rev)
 	p.none(t)
 	proxy.Restore()
 
@@ -294,11 +290,7 @@ func TestKeyResyncKeepsBadRecord(t *testing.T) {
 	proxy.Cut()
 	etcdtest.Put(t, c, "/n/a", `{"truncated":`)
 	rev := etcdtest.Delete(t, c, "/n/b")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatal(err)
-	}
+	etcdtest.Compact(t, c, rev)
 	proxy.Restore()
 
 	got := p.batch(t)
@@ -329,30 +321,13 @@ func TestKeyClusterFailover(t *testing.T) {
 	for i := range cluster.Endpoints {
 		cluster.Kill(i)
 		want := strconv.Itoa(i + 1)
-		putRetrying(t, c, "/f/a", want)
+		etcdtest.PutRetrying(t, c, "/f/a", want)
 		got := p.batch(t)
 		if len(got) != 2 || !strings.Contains(got[0], `"type":"updated"`) || !strings.Contains(got[0], `"value":`+want+`,`) ||
 			!strings.Contains(got[1], `"cause":"change"`) {
 			t.Fatalf("with member %d down: %q, want the update to %s", i, got, want)
 		}
 		cluster.Restart(i)
-	}
-}
-
-// putRetrying puts key=value, retrying while the cluster elects a leader.
-func putRetrying(t *testing.T, c *clientv3.Client, key, value string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := c.Put(ctx, key, value)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("put %q: %v", key, err)
-		}
 	}
 }
 

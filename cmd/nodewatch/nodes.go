@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -191,5 +190,5 @@ func nodeSummary(obj any) string {
 			parts = append(parts, strings.Join(rs, ","))
 		}
 	}
-	return fmt.Sprint(strings.Join(parts, " "))
+	return strings.Join(parts, " ")
 }

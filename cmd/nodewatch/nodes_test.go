@@ -340,21 +340,7 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 	seen := map[string]int{}
 	apply := func(lines []string) {
 		for _, l := range lines {
-			var ev struct {
-				Type   string
-				ID     string
-				Object any
-			}
-			if err := json.Unmarshal([]byte(l), &ev); err != nil {
-				t.Fatalf("bad line %q: %v", l, err)
-			}
-			seen[ev.Type]++
-			switch ev.Type {
-			case "new", "updated":
-				view[ev.ID] = ev.Object
-			case "deleted":
-				delete(view, ev.ID)
-			}
+			seen[replay(t, view, l)]++
 		}
 	}
 	apply(p.batch(t))
@@ -406,4 +392,25 @@ func etcdNodes(t *testing.T, c *clientv3.Client) map[string]any {
 		want[id] = plain
 	}
 	return want
+}
+
+// replay applies one printed event line to view (objects by id) and
+// returns the event's type.
+func replay(t testing.TB, view map[string]any, line string) string {
+	t.Helper()
+	var ev struct {
+		Type   string
+		ID     string
+		Object any
+	}
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Errorf("bad line %q: %v", line, err)
+	}
+	switch ev.Type {
+	case "new", "updated":
+		view[ev.ID] = ev.Object
+	case "deleted":
+		delete(view, ev.ID)
+	}
+	return ev.Type
 }

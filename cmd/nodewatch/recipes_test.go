@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,9 +116,9 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		out := recipe(t, recipes[2], func(i int) {
 			switch {
 			case i < 3:
-				etcdtest.Put(t, c, "/config/app", `{"v":`+itoa(i)+`}`)
+				etcdtest.Put(t, c, "/config/app", `{"v":`+strconv.Itoa(i)+`}`)
 			case i == 3:
-				etcdtest.Put(t, c, "/config/app", `{"v":`+itoa(i-1)+`}`) // the same value: no reload
+				etcdtest.Put(t, c, "/config/app", `{"v":`+strconv.Itoa(i-1)+`}`) // the same value: no reload
 			default:
 				etcdtest.Delete(t, c, "/config/app")
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -75,19 +74,8 @@ func TestSoak(t *testing.T) {
 			if err != nil {
 				return
 			}
-			var ev struct {
-				Type   string
-				ID     string
-				Object any
-			}
-			json.Unmarshal([]byte(l), &ev)
 			mu.Lock()
-			switch ev.Type {
-			case "new", "updated":
-				view[ev.ID] = ev.Object
-			case "deleted":
-				delete(view, ev.ID)
-			}
+			replay(t, view, l)
 			lines++
 			throttle := slow
 			mu.Unlock()

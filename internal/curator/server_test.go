@@ -347,17 +347,9 @@ func TestServerGetCurrentLeader(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)
 	s := startServer(t, ServerConfig{Etcd: st.etcd, NodeID: "metropolis-1", Host: "192.0.2.7", Port: 7835})
-	g := serveGRPC(t, "", s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := apipb.NewCuratorLocalClient(dial(t, g.addr)).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := l.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, got := askLeader(t, ctx, s)
 	want := &apipb.GetCurrentLeaderResponse{LeaderNodeId: "metropolis-1", LeaderHost: "192.0.2.7", LeaderPort: 7835, ThisNodeId: "metropolis-1"}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("GetCurrentLeader (-want +got):\n%s", diff)
@@ -391,9 +383,17 @@ func TestServerLeaderHostUnspecified(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)
 	s := startServer(t, ServerConfig{Etcd: st.etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
-	g := serveGRPC(t, "", s) // on 127.0.0.1
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	_, got := askLeader(t, context.Background(), s) // served on 127.0.0.1
+	if got.GetLeaderHost() != "127.0.0.1" {
+		t.Fatalf("leader_host %q, want 127.0.0.1 (where the client reached the server)", got.GetLeaderHost())
+	}
+}
+
+// askLeader serves s on loopback, asks it GetCurrentLeader and returns
+// the open stream (ended with ctx) and its first response.
+func askLeader(t *testing.T, ctx context.Context, s *Server) (apipb.CuratorLocal_GetCurrentLeaderClient, *apipb.GetCurrentLeaderResponse) {
+	t.Helper()
+	g := serveGRPC(t, "", s)
 	l, err := apipb.NewCuratorLocalClient(dial(t, g.addr)).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +402,5 @@ func TestServerLeaderHostUnspecified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.GetLeaderHost() != "127.0.0.1" {
-		t.Fatalf("leader_host %q, want 127.0.0.1 (where the client reached the server)", got.GetLeaderHost())
-	}
+	return l, got
 }

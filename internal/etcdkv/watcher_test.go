@@ -197,7 +197,7 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	}
 	cluster.Restart(1)
 	cluster.Restart(2)
-	rev2 := putUntil(t, all, "/q/a", "2")
+	rev2 := etcdtest.PutRetrying(t, all, "/q/a", "2")
 	for {
 		b := next(t, mb)
 		if b.Cause != nodeset.CauseChange {
@@ -205,24 +205,6 @@ func TestResumeAfterNoLeader(t *testing.T) {
 		}
 		if b.Rev == rev2 {
 			return
-		}
-	}
-}
-
-// putUntil puts key=value, retrying while the cluster elects a leader, and
-// returns the revision.
-func putUntil(t *testing.T, c *clientv3.Client, key, value string) int64 {
-	t.Helper()
-	deadline := time.Now().Add(etcdtest.Timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := c.Put(ctx, key, value)
-		cancel()
-		if err == nil {
-			return resp.Header.Revision
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("put %q: %v", key, err)
 		}
 	}
 }

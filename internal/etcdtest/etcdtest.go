@@ -70,6 +70,51 @@ func Delete(t testing.TB, c *clientv3.Client, key string) int64 {
 	return resp.Header.Revision
 }
 
+// PutRetrying puts key=value, retrying while a cluster elects a leader,
+// and returns the new revision.
+func PutRetrying(t testing.TB, c *clientv3.Client, key, value string) int64 {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := c.Put(ctx, key, value)
+		cancel()
+		if err == nil {
+			return resp.Header.Revision
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("put %q: %v", key, err)
+		}
+	}
+}
+
+// Compact compacts the history up to rev and waits until it is gone.
+func Compact(t testing.TB, c *clientv3.Client, rev int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatalf("compact at rev %d: %v", rev, err)
+	}
+}
+
+// EnableAuth creates the root user with password rootPassword and turns
+// authentication on; c keeps working as it was until it reconnects.
+func EnableAuth(t testing.TB, c *clientv3.Client, rootPassword string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if _, err := c.UserAdd(ctx, "root", rootPassword); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Proxy forwards TCP connections from a loopback address to an etcd
 // client URL. Cut closes every connection and refuses new ones until
 // Restore, which is what a network partition looks like to a client.
