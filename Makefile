@@ -25,9 +25,13 @@ demo: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
 
-## fuzz: each fuzz target for FUZZTIME (default 30s); `make test` runs only their seed corpora.
+## fuzz: each fuzz target for FUZZTIME (default 30s), and the hand-off model for MODELSEEDS
+## random cases; `make test` runs the seed corpora and 5,000 model cases.
 FUZZTIME ?= 30s
+MODELSEEDS ?= 1000000
 fuzz:
+	NODEWATCH_MODEL_SEEDS=$(MODELSEEDS) $(GO) test -count=1 -run '^TestQueueModel$$' -timeout 0 ./internal/handoff
+	$(GO) test -run '^$$' -fuzz '^FuzzQueueModel$$' -fuzztime $(FUZZTIME) ./internal/handoff
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/stream"
 )
@@ -129,7 +130,7 @@ func (o *watchOptions) goal() string {
 }
 
 // source produces batches into a mailbox until ctx ends or it fails.
-type source func(ctx context.Context, out *nodeset.Mailbox) error
+type source func(ctx context.Context, out nodeset.Sink) error
 
 // errRunTimeout is the cause of the watch context's end when --timeout
 // passes. A plain cancellation, not a context deadline: a deadline would
@@ -156,7 +157,7 @@ func follow(ctx context.Context, e *env, o *watchOptions, src source) error {
 	defer wg.Wait()
 	defer cancel(nil) // runs before wg.Wait
 
-	mb := nodeset.NewMailbox()
+	mb := handoff.New(0)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

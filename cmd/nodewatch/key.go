@@ -113,7 +113,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		Decode: func(kv *mvccpb.KeyValue) (any, error) { return etcdkv.Object(kv, o.value) },
 		Logf:   e.logf,
 	}
-	return follow(ctx, e, o.watchOptions, func(ctx context.Context, out *nodeset.Mailbox) error {
+	return follow(ctx, e, o.watchOptions, func(ctx context.Context, out nodeset.Sink) error {
 		return w.Run(ctx, out)
 	})
 }

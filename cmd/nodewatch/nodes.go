@@ -112,7 +112,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,
 	}
-	err := follow(ctx, e, o.watchOptions, func(ctx context.Context, out *nodeset.Mailbox) error {
+	err := follow(ctx, e, o.watchOptions, func(ctx context.Context, out nodeset.Sink) error {
 		return client.Run(ctx, out)
 	})
 	if errors.Is(err, curator.ErrUnavailable) {

@@ -44,7 +44,7 @@ var ErrUnavailable = errors.New("unavailable")
 
 // Client is the source behind `nodewatch nodes` and `nodewatch node ID`:
 // it follows the Curator's Watch stream and hands nodeset batches to a
-// Mailbox, each Change holding a node id and, for upserts, the node as
+// Sink, each Change holding a node id and, for upserts, the node as
 // Object returns it.
 //
 // # Batches
@@ -123,7 +123,7 @@ type Client struct {
 // stream could be established within DialTimeout of the start, or an
 // error wrapping the gRPC status a server refused the watch with (see
 // Client). Concurrent Runs of one Client are independent of each other.
-func (c *Client) Run(ctx context.Context, out *nodeset.Mailbox) error {
+func (c *Client) Run(ctx context.Context, out nodeset.Sink) error {
 	if len(c.Endpoints) == 0 {
 		return errors.New("curator client: no endpoints configured")
 	}
@@ -249,7 +249,7 @@ func isFatal(code codes.Code) bool {
 // node_in_cluster's settle timer.
 type clientRun struct {
 	c        *Client
-	out      *nodeset.Mailbox
+	out      nodeset.Sink
 	deadline time.Time // for the first established stream
 
 	established atomic.Int64 // streams established so far

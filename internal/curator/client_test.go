@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -259,7 +260,7 @@ func TestClientUnavailable(t *testing.T) {
 			c := testClient(newLogs(t), tt.endpoints(t)...)
 			c.DialTimeout = dialTimeout
 			start := time.Now()
-			err := c.Run(context.Background(), nodeset.NewMailbox())
+			err := c.Run(context.Background(), handoff.New(0))
 			elapsed := time.Since(start)
 			if !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Run = %v, want ErrUnavailable", err)
@@ -302,7 +303,7 @@ func TestClientRunEndsWithContext(t *testing.T) {
 	for _, ep := range []string{g.addr, silentAddr(t)} {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- testClient(lg, ep).Run(ctx, nodeset.NewMailbox()) }()
+		go func() { done <- testClient(lg, ep).Run(ctx, handoff.New(0)) }()
 		cancel()
 		select {
 		case err := <-done:

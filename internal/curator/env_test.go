@@ -20,6 +20,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -327,7 +328,7 @@ func (s *stream) end() error {
 // running is a Client running until the test ends.
 type running struct {
 	t    *testing.T
-	mb   *nodeset.Mailbox
+	mb   *handoff.Queue
 	done chan struct{} // closed when Run has returned, after err is set
 	err  error
 }
@@ -336,7 +337,7 @@ type running struct {
 func startClient(t *testing.T, c *Client) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{t: t, mb: nodeset.NewMailbox(), done: make(chan struct{})}
+	r := &running{t: t, mb: handoff.New(0), done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = c.Run(ctx, r.mb)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -68,10 +69,11 @@ type ServerConfig struct {
 // One Run feeds all streams from a single etcd list-then-watch. It keeps
 // the current nodes in memory (decoded, by id); a resync after an etcd
 // compaction or outage broadcasts only real differences (by proto.Equal).
-// Each Watch stream has its own nodeset.Mailbox: broadcasting never
+// Each Watch stream has its own handoff.Queue, and everything the stream
+// sends comes through it, the backlog included: broadcasting never
 // blocks, and a stream that cannot keep up receives the latest state of
-// each changed node, its intermediate states coalesced, as the Curator
-// contract allows. A record that cannot be decoded is logged with its key
+// each changed node, its intermediate states merged (as the Curator's
+// Watch allows), without ever losing a deletion of a node it was sent. A record that cannot be decoded is logged with its key
 // and skipped; streams go on. While etcd is unreachable, streams stay open
 // and quiet, and catch up once it is back.
 //
@@ -107,8 +109,8 @@ var (
 
 // subscriber is one Watch stream's view of the broadcast.
 type subscriber struct {
-	id string           // the node watched; "" for all
-	mb *nodeset.Mailbox // *apipb.Node objects; closed when the server stops
+	id string         // the node watched; "" for all
+	q  *handoff.Queue // *apipb.Node objects; closed when the server stops
 }
 
 // errStopped ends subscribers' mailboxes when Run returns.
@@ -178,16 +180,16 @@ func (s *Server) run(ctx context.Context) error {
 		Logf:       s.logf,
 		MaxBackoff: s.cfg.MaxBackoff,
 	}
-	mb := nodeset.NewMailbox()
+	q := handoff.New(0)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		mb.Close(w.Run(ctx, mb))
+		q.Close(w.Run(ctx, q))
 	}()
 	defer wg.Wait()
 	for {
-		b, err := mb.Next(ctx)
+		b, err := q.Next(ctx)
 		if err != nil {
 			return err
 		}
@@ -201,8 +203,8 @@ func (s *Server) id(key string) string { return strings.TrimPrefix(key, s.prefix
 
 // apply brings the current nodes up to date with b and hands what changed
 // to every subscriber watching it. Holding mu throughout makes a
-// subscription see either all of b (in its snapshot) or none of it (in its
-// mailbox).
+// subscription see either all of b (in its initial state) or none of it
+// (as changes).
 func (s *Server) apply(b nodeset.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,14 +230,14 @@ func (s *Server) apply(b nodeset.Batch) error {
 	}
 	for sub := range s.subs {
 		if sub.id == "" {
-			sub.mb.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+			sub.q.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
 			continue
 		}
 		// changes are in id order and hold each id once.
 		if i, ok := slices.BinarySearchFunc(changes, sub.id, func(c nodeset.Change, id string) int {
 			return strings.Compare(c.ID, id)
 		}); ok {
-			sub.mb.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes[i : i+1]})
+			sub.q.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes[i : i+1]})
 		}
 	}
 	return nil
@@ -247,40 +249,41 @@ func (s *Server) stop() {
 	defer s.mu.Unlock()
 	s.stopped = true
 	for sub := range s.subs {
-		sub.mb.Close(errStopped)
+		sub.q.Close(errStopped)
 	}
 	close(s.done)
 }
 
-// subscribe waits until the server has its initial state, then returns the
-// current nodes of interest (all of them in id order for id "", else the
-// one node if it exists) and a subscriber that receives every later
-// change. The caller must unsubscribe it.
-func (s *Server) subscribe(ctx context.Context, id string) ([]*apipb.Node, *subscriber, error) {
+// subscribe waits until the server has its initial state, then returns a
+// subscriber whose queue holds, as its first batch, the current nodes of
+// interest (all of them for id "", else the one node if it exists) and
+// receives every later change. The caller must unsubscribe it.
+func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) {
 	select {
 	case <-s.ready:
 	case <-s.done:
 	case <-ctx.Done():
-		return nil, nil, status.FromContextError(ctx.Err()).Err()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return nil, nil, status.Error(codes.Unavailable, errStopped.Error())
+		return nil, status.Error(codes.Unavailable, errStopped.Error())
 	}
-	var nodes []*apipb.Node
+	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
 	if id == "" {
-		nodes = make([]*apipb.Node, 0, s.nodes.Set().Len())
-		s.nodes.Set().Ascend(func(_ string, obj any) bool {
-			nodes = append(nodes, obj.(*apipb.Node))
+		initial.Changes = make([]nodeset.Change, 0, s.nodes.Set().Len())
+		s.nodes.Set().Ascend(func(id string, obj any) bool {
+			initial.Changes = append(initial.Changes, nodeset.Change{ID: id, Object: obj})
 			return true
 		})
 	} else if obj, ok := s.nodes.Set().Get(id); ok {
-		nodes = []*apipb.Node{obj.(*apipb.Node)}
+		initial.Changes = []nodeset.Change{{ID: id, Object: obj}}
 	}
-	sub := &subscriber{id: id, mb: nodeset.NewMailbox()}
+	sub := &subscriber{id: id, q: handoff.New(0)}
+	sub.q.Put(initial)
 	s.subs[sub] = struct{}{}
-	return nodes, sub, nil
+	return sub, nil
 }
 
 func (s *Server) unsubscribe(sub *subscriber) {
@@ -325,7 +328,7 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 		return status.Errorf(codes.Unimplemented, "watch request kind %T not supported", k)
 	}
 	ctx := srv.Context()
-	backlog, sub, err := s.subscribe(ctx, id)
+	sub, err := s.subscribe(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -334,22 +337,9 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 	// known: the client has seen the node and not its deletion
 	// (node_in_cluster only; a tombstone for a node the client never saw
 	// would say nothing).
-	known := len(backlog) > 0
-	if id == "" {
-		limit := MaxEventSize
-		if s.eventLimit > 0 {
-			limit = s.eventLimit
-		}
-		if err := sendBacklog(srv, backlog, limit); err != nil {
-			return err
-		}
-	} else if known {
-		if err := srv.Send(&apipb.WatchEvent{Nodes: backlog}); err != nil {
-			return err
-		}
-	}
-	for {
-		b, err := sub.mb.Next(ctx)
+	known := false
+	for first := true; ; first = false {
+		b, err := sub.q.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
@@ -357,6 +347,21 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 			return status.Error(codes.Unavailable, err.Error())
 		}
 		slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
+		if b.Full() {
+			if !first {
+				// The wire has no way to say "this is everything now".
+				return status.Error(codes.Internal, "curator server: a full state after the backlog")
+			}
+			nodes := make([]*apipb.Node, 0, len(b.Changes))
+			for _, c := range b.Changes {
+				nodes = append(nodes, c.Object.(*apipb.Node))
+			}
+			if err := s.sendInitial(srv, id, nodes); err != nil {
+				return err
+			}
+			known = len(nodes) > 0
+			continue
+		}
 		for _, c := range b.Changes {
 			ev := &apipb.WatchEvent{}
 			switch {
@@ -374,6 +379,22 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 			}
 		}
 	}
+}
+
+// sendInitial sends what a stream starts with: for nodes_in_cluster (id
+// "") the backlog, for node_in_cluster the node if it exists.
+func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []*apipb.Node) error {
+	if id != "" {
+		if len(nodes) == 0 {
+			return nil
+		}
+		return srv.Send(&apipb.WatchEvent{Nodes: nodes})
+	}
+	limit := MaxEventSize
+	if s.eventLimit > 0 {
+		limit = s.eventLimit
+	}
+	return sendBacklog(srv, nodes, limit)
 }
 
 // sendBacklog sends nodes in events of at most limit bytes, the last one

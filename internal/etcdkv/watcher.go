@@ -1,6 +1,6 @@
 // Package etcdkv follows a key or a prefix in etcd: it lists the state at
 // one revision, then watches from the next, and hands the result to a
-// nodeset.Mailbox as batches.
+// nodeset.Sink as batches.
 //
 // It is the reference list-then-watch of etcd's mirror.Syncer, plus the
 // parts a long-running watcher needs: the initial list is paged at a fixed
@@ -61,7 +61,7 @@ type Watcher struct {
 // when etcd refuses the request for good (permission denied, bad
 // credentials, an invalid request); it closes nothing: out belongs to the
 // caller.
-func (w *Watcher) Run(ctx context.Context, out *nodeset.Mailbox) error {
+func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 	cause := nodeset.CauseInitial
 	for {
 		changes, rev, err := w.list(ctx)
@@ -144,7 +144,7 @@ func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error)
 
 // watch follows changes after rev until the history is gone (returns nil)
 // or ctx ends (returns ctx.Err()).
-func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) error {
+func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error {
 	b := backoff.Backoff{Max: w.MaxBackoff}
 	for {
 		next, err := w.watchOnce(ctx, rev, out)
@@ -171,7 +171,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out *nodeset.Mailbox) er
 
 // watchOnce runs one etcd watch from rev+1 and returns the last revision
 // it delivered, with the error that ended it.
-func (w *Watcher) watchOnce(ctx context.Context, rev int64, out *nodeset.Mailbox) (int64, error) {
+func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	opts := []clientv3.OpOption{clientv3.WithRev(rev + 1)}

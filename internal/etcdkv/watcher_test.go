@@ -14,14 +14,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // startWatcher runs w until the test ends and returns its mailbox.
-func startWatcher(t *testing.T, w *Watcher) *nodeset.Mailbox {
+func startWatcher(t *testing.T, w *Watcher) *handoff.Queue {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	mb := nodeset.NewMailbox()
+	mb := handoff.New(0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -34,7 +35,7 @@ func startWatcher(t *testing.T, w *Watcher) *nodeset.Mailbox {
 	return mb
 }
 
-func next(t *testing.T, mb *nodeset.Mailbox) nodeset.Batch {
+func next(t *testing.T, mb *handoff.Queue) nodeset.Batch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
 	defer cancel()

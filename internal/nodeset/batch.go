@@ -54,3 +54,11 @@ type Batch struct {
 
 // Full reports whether b holds the complete state of the source.
 func (b Batch) Full() bool { return b.Cause != CauseChange }
+
+// Sink receives the batches of a source, in the order the source made
+// them. Put must not block for long: a source keeps reading its
+// connection while the reader of the batches may be slow.
+// handoff.Queue is the Sink between every source and its reader.
+type Sink interface {
+	Put(Batch)
+}

@@ -14,5 +14,5 @@
 //     compaction) prints only real differences, deletes included.
 //   - The cost of a batch grows with the number of ids it changes, not with
 //     the size of the set; memory grows with the number of ids, never with
-//     the number of updates (see Mailbox).
+//     the number of updates (see internal/handoff).
 package nodeset

@@ -1,0 +1,317 @@
+// Package handoff carries batches from a source to the one reader that
+// applies them, without ever blocking the source and without queueing
+// without bound.
+//
+// Every path of nodewatch has one: the etcd watcher or the Curator client
+// feeding the follower of `key`, `nodes` and `node`; the etcd watcher
+// feeding `serve`; and `serve` feeding each of its Watch streams, the
+// backlog included. A source must keep reading its connection (etcd and
+// gRPC buffer without limit inside their clients otherwise), while the
+// reader may be as slow as the pipe behind stdout or the HTTP/2 window of
+// a client that stopped reading.
+//
+// # The rule
+//
+// Whatever the queue merges under backpressure, the batches the reader
+// gets, applied in order, leave it after each batch at a state the source
+// really had, and, once the reader has caught up, at the source's state.
+// Memory is bounded by the number of ids, not by the number of updates.
+//
+// The queue can keep that promise because it is the only way to the
+// reader: it remembers which ids it has handed over as present (the
+// reader's view, ids only), so it knows which deletions are news to the
+// reader and which are not. Everything the reader applies must come
+// through Next, the first full state included.
+package handoff
+
+import (
+	"context"
+	"sync"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// DefaultMaxQueued is how many change batches a Queue keeps apart before
+// it merges them.
+const DefaultMaxQueued = 64
+
+// Queue is the hand-off between one source and one reader.
+//
+// What it does with the batches it holds:
+//
+//   - Change batches are kept as the source made them (one etcd
+//     transaction, one Curator event), up to MaxQueued of them. When one
+//     more arrives, the queued change batches merge into one, per id: the
+//     latest state wins, and a deletion of an id that the reader does not
+//     have when it gets the merged batch is dropped (it is news to nobody).
+//   - A full batch (initial listing or resync) replaces everything
+//     queued: it is the whole state. If the reader has not yet had the
+//     initial listing, the replacement is still the initial one, so that
+//     --changes-only never takes changes for the initial state.
+//   - An Undecodable change (a bad record) stands for "the last good state
+//     of this id", so it never replaces a queued state of its id. In a full
+//     batch it takes the newest queued state of its id that the reader has
+//     not had yet: a good state is carried over, a deletion (or absence
+//     from a queued full batch) leaves the id out; with nothing queued it
+//     stays Undecodable, and the reader keeps what it has.
+//
+// Put and Close are called by the source (one goroutine or several), Next
+// by one reader. All methods are safe for concurrent use.
+type Queue struct {
+	maxQueued int
+	ready     chan struct{} // capacity 1: "something changed"
+
+	mu      sync.Mutex // guards the fields below
+	full    *pending   // an unread full batch, the oldest thing queued; nil if none
+	changes []*pending // unread change batches after full, oldest first
+	// handed holds the ids the reader has as present after the batches
+	// Next returned so far.
+	handed map[string]struct{}
+	closed bool
+	err    error
+}
+
+// pending is a queued batch, possibly several merged.
+type pending struct {
+	changes map[string]nodeset.Change
+	cause   nodeset.Cause
+	synced  bool
+	rev     int64
+}
+
+// New returns an empty Queue that keeps up to maxQueued change batches
+// apart; 0 means DefaultMaxQueued, and values below 2 mean 2.
+func New(maxQueued int) *Queue {
+	if maxQueued == 0 {
+		maxQueued = DefaultMaxQueued
+	}
+	return &Queue{
+		maxQueued: max(maxQueued, 2),
+		ready:     make(chan struct{}, 1),
+		handed:    map[string]struct{}{},
+	}
+}
+
+var _ nodeset.Sink = (*Queue)(nil)
+
+// Put hands b to the reader. It never blocks. Put after Close is a no-op.
+func (q *Queue) Put(b nodeset.Batch) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	switch {
+	case b.Full():
+		q.putFull(b)
+	case len(q.changes) < q.maxQueued:
+		p := &pending{changes: make(map[string]nodeset.Change, len(b.Changes)), cause: b.Cause}
+		p.add(b, nil)
+		q.changes = append(q.changes, p)
+	default:
+		into := q.changes[0]
+		for _, p := range q.changes[1:] {
+			into.merge(p, q.forgettable)
+		}
+		clear(q.changes[1:])
+		q.changes = q.changes[:1]
+		into.add(b, q.forgettable)
+	}
+	q.signal()
+}
+
+func (q *Queue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// putFull replaces everything queued with the full batch b.
+func (q *Queue) putFull(b nodeset.Batch) {
+	next := &pending{changes: make(map[string]nodeset.Change, len(b.Changes)), cause: b.Cause}
+	if q.full != nil && q.full.cause == nodeset.CauseInitial {
+		next.cause = nodeset.CauseInitial // the reader has not had the first listing
+	}
+	next.add(b, nil)
+	for id, c := range next.changes {
+		if c.Deleted {
+			delete(next.changes, id) // absence says it in a full batch
+			continue
+		}
+		if !c.Undecodable {
+			continue
+		}
+		switch last, ok := q.lastQueued(id); {
+		case !ok:
+			// Nothing unread: the reader has the last good state.
+		case last.Deleted:
+			delete(next.changes, id)
+		default:
+			next.changes[id] = last
+		}
+	}
+	q.full = next
+	clear(q.changes)
+	q.changes = q.changes[:0]
+}
+
+// lastQueued returns the newest state of id that is queued and not
+// Undecodable (a deletion included), and whether there is one.
+func (q *Queue) lastQueued(id string) (nodeset.Change, bool) {
+	for i := len(q.changes) - 1; i >= 0; i-- {
+		if c, ok := q.changes[i].changes[id]; ok && !c.Undecodable {
+			return c, true
+		}
+	}
+	if q.full == nil {
+		return nodeset.Change{}, false
+	}
+	c, ok := q.full.changes[id]
+	switch {
+	case !ok:
+		return nodeset.Change{ID: id, Deleted: true}, true // absent from a full listing
+	case c.Undecodable:
+		return nodeset.Change{}, false
+	}
+	return c, true
+}
+
+// forgettable reports whether a deletion of id, merged into the oldest
+// queued change batch, is news to nobody: the reader will not have id when
+// it gets that batch.
+func (q *Queue) forgettable(id string) bool {
+	if q.full != nil {
+		c, ok := q.full.changes[id]
+		if !ok {
+			return true
+		}
+		if !c.Undecodable {
+			return false
+		}
+	}
+	_, had := q.handed[id]
+	return !had
+}
+
+// add merges the later batch b into p; see put for forget.
+func (p *pending) add(b nodeset.Batch, forget func(id string) bool) {
+	for _, c := range b.Changes {
+		p.put(c, forget)
+	}
+	p.synced = p.synced || b.Synced
+	p.rev = max(p.rev, b.Rev)
+}
+
+// merge merges the later queued batch o into p; see put for forget.
+func (p *pending) merge(o *pending, forget func(id string) bool) {
+	for _, c := range o.changes {
+		p.put(c, forget)
+	}
+	p.synced = p.synced || o.synced
+	p.rev = max(p.rev, o.rev)
+}
+
+// put merges the later change c into p. If forget is set and says that a
+// deletion of c.ID is news to nobody, the deletion leaves no trace.
+func (p *pending) put(c nodeset.Change, forget func(id string) bool) {
+	if _, ok := p.changes[c.ID]; ok && c.Undecodable {
+		return // the queued state is the last good one
+	}
+	if c.Deleted && forget != nil && forget(c.ID) {
+		delete(p.changes, c.ID)
+		return
+	}
+	p.changes[c.ID] = c
+}
+
+// Close tells the reader that no more batches will come: Next returns what
+// is queued first, then err (context.Canceled if err is nil). Close after
+// Close is a no-op.
+func (q *Queue) Close(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	if err == nil {
+		err = context.Canceled
+	}
+	q.err = err
+	q.signal()
+}
+
+// Next blocks until a batch is queued and returns the oldest. It returns
+// ctx.Err() when ctx ends first, and the error given to Close once the
+// queue is closed and drained. The changes of a batch come in no
+// particular order, one per id. The reader must apply every batch it gets:
+// the queue counts what it handed over as applied.
+func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
+	for {
+		q.mu.Lock()
+		if p := q.pop(); p != nil {
+			q.mu.Unlock()
+			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Changes: make([]nodeset.Change, 0, len(p.changes))}
+			for _, c := range p.changes {
+				b.Changes = append(b.Changes, c)
+			}
+			return b, nil
+		}
+		closed, err := q.closed, q.err
+		q.mu.Unlock()
+		if closed {
+			return nodeset.Batch{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return nodeset.Batch{}, ctx.Err()
+		case <-q.ready:
+		}
+	}
+}
+
+// pop removes the oldest queued batch and records what the reader has
+// once it has applied it; nil if nothing is queued. q.mu must be held.
+func (q *Queue) pop() *pending {
+	if p := q.full; p != nil {
+		q.full = nil
+		next := make(map[string]struct{}, len(p.changes))
+		for id, c := range p.changes {
+			if _, had := q.handed[id]; had || !c.Undecodable {
+				next[id] = struct{}{}
+			}
+		}
+		q.handed = next
+		return p
+	}
+	if len(q.changes) == 0 {
+		return nil
+	}
+	p := q.changes[0]
+	q.changes[0] = nil
+	q.changes = q.changes[1:]
+	for id, c := range p.changes {
+		switch {
+		case c.Deleted:
+			delete(q.handed, id)
+		case !c.Undecodable:
+			q.handed[id] = struct{}{}
+		}
+	}
+	return p
+}
+
+// queued returns the number of batches and of changes queued (for tests).
+func (q *Queue) queued() (batches, changes int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.full != nil {
+		batches, changes = 1, len(q.full.changes)
+	}
+	for _, p := range q.changes {
+		batches++
+		changes += len(p.changes)
+	}
+	return batches, changes
+}
