@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
-// Exit codes (SPEC §5). This file is the one place that maps errors to them.
+// Exit codes, as README.md and docs/reference.md list them. This file is
+// the one place that maps errors to them.
 const (
 	exitOK          = 0
 	exitFailure     = 1
@@ -29,7 +33,8 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// unavailableError: no connection within --dial-timeout.
+// unavailableError: no connection within --dial-timeout or --timeout.
+// (Sources report the same with their ErrUnavailable.)
 type unavailableError struct{ err error }
 
 func (e *unavailableError) Error() string { return e.err.Error() }
@@ -59,6 +64,8 @@ func exitCode(err error) (code int, report bool) {
 		return exitOK, false
 	case errors.As(err, &coded):
 		return coded.ExitCode(), true
+	case errors.Is(err, etcdkv.ErrUnavailable), errors.Is(err, curator.ErrUnavailable):
+		return exitUnavailable, true
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted, false
 	case isClosedPipe(err), errors.Is(err, errOutputClosed):

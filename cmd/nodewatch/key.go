@@ -4,30 +4,22 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/itchyny/gojq"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // keyOptions are the flags of `nodewatch key`.
 type keyOptions struct {
 	*watchOptions
-	etcd   etcdOptions
+	etcd   etcdkv.Config
 	key    string
 	prefix bool
 	value  etcdkv.ValueMode
@@ -81,7 +73,7 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
 	o.list = o.prefix
-	o.target = "etcd at " + strings.Join(eo.endpoints, ",")
+	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.summary = func(obj any) string {
 		// -o text shows the value; the revisions are noise to a human.
 		m, _ := obj.(map[string]any)
@@ -92,29 +84,15 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
-	dial := o.dialTimeout
-	if o.timeout > 0 {
-		dial = min(dial, o.timeout) // --timeout bounds the whole run
-	}
-	started := time.Now()
-	client, err := o.etcd.connect(ctx, dial, o.key, o.prefix)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	if o.timeout > 0 {
-		// What connecting took counts against --timeout.
-		o.timeout = max(o.timeout-time.Since(started), time.Millisecond)
-	}
-	w := &etcdkv.Watcher{
-		Client: client,
-		Key:    o.key,
-		Prefix: o.prefix,
-		Decode: func(kv *mvccpb.KeyValue) (any, error) { return etcdkv.Object(kv, o.value) },
-		Logf:   e.logf,
-	}
-	return follow(ctx, e, o.watchOptions, func(ctx context.Context, out nodeset.Sink) error {
-		return w.Run(ctx, out)
+	o.etcd.DialTimeout = o.dialTimeout
+	return follow(ctx, e, o.watchOptions, &etcdkv.Source{
+		Config: o.etcd,
+		Watcher: etcdkv.Watcher{
+			Key:    o.key,
+			Prefix: o.prefix,
+			Decode: func(kv *mvccpb.KeyValue) (any, error) { return etcdkv.Object(kv, o.value) },
+			Logf:   e.logf,
+		},
 	})
 }
 
@@ -126,29 +104,24 @@ func etcdFlags() []cli.Flag {
 	}, tlsFlags()...)
 }
 
-// etcdOptions say how to reach etcd.
-type etcdOptions struct {
-	endpoints      []string
-	user, password string
-	tls            *tls.Config
-}
-
-func parseEtcdOptions(c *cli.Context) (etcdOptions, error) {
-	o := etcdOptions{endpoints: splitList(c.String("etcd"))}
-	if len(o.endpoints) == 0 {
+// parseEtcdOptions reads etcdFlags (all but --dial-timeout, which is the
+// command's).
+func parseEtcdOptions(c *cli.Context) (etcdkv.Config, error) {
+	o := etcdkv.Config{Endpoints: splitList(c.String("etcd"))}
+	if len(o.Endpoints) == 0 {
 		return o, usagef("--etcd: no endpoint given")
 	}
 	if u := c.String("user"); u != "" {
-		o.user, o.password, _ = strings.Cut(u, ":")
-		if o.password == "" {
-			o.password = os.Getenv("NODEWATCH_PASSWORD")
+		o.Username, o.Password, _ = strings.Cut(u, ":")
+		if o.Password == "" {
+			o.Password = os.Getenv("NODEWATCH_PASSWORD")
 		}
 	}
 	t, err := tlsConfig(c)
 	if err != nil {
 		return o, err
 	}
-	o.tls = t
+	o.TLS = t
 	return o, nil
 }
 
@@ -181,51 +154,6 @@ func tlsConfig(c *cli.Context) (*tls.Config, error) {
 		t.Certificates = []tls.Certificate{kp}
 	}
 	return t, nil
-}
-
-// connect opens an etcd client and proves the connection within
-// dialTimeout by counting the keys it is about to use (key, or every key
-// under it with prefix): a user whose role covers only that range passes.
-// No answer in time is an unavailableError naming the endpoints; a refusal
-// (credentials, permissions) is a plain error.
-func (o etcdOptions) connect(ctx context.Context, dialTimeout time.Duration, key string, prefix bool) (*clientv3.Client, error) {
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   o.endpoints,
-		DialTimeout: dialTimeout,
-		Username:    o.user,
-		Password:    o.password,
-		TLS:         o.tls,
-		Context:     ctx,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		return nil, connectError(o.endpoints, dialTimeout, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	probe := []clientv3.OpOption{clientv3.WithCountOnly()}
-	if prefix {
-		probe = append(probe, clientv3.WithPrefix())
-	}
-	if _, err := client.Get(pctx, key, probe...); err != nil {
-		client.Close()
-		if ctx.Err() != nil {
-			return nil, errInterrupted
-		}
-		return nil, connectError(o.endpoints, dialTimeout, err)
-	}
-	return client, nil
-}
-
-// connectError classifies a failure to connect: nobody answering in time
-// is "unavailable" (exit 3); a server that answers and refuses (bad
-// credentials, permissions) is a runtime failure (exit 1).
-func connectError(endpoints []string, dialTimeout time.Duration, err error) error {
-	eps := strings.Join(endpoints, ",")
-	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
-		return &unavailableError{fmt.Errorf("no etcd reachable at %s within %v (last error: %v)", eps, dialTimeout, err)}
-	}
-	return fmt.Errorf("etcd at %s: %w", eps, err)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

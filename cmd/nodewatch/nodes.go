@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -112,13 +111,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,
 	}
-	err := follow(ctx, e, o.watchOptions, func(ctx context.Context, out nodeset.Sink) error {
-		return client.Run(ctx, out)
-	})
-	if errors.Is(err, curator.ErrUnavailable) {
-		return &unavailableError{err}
-	}
-	return err
+	return follow(ctx, e, o.watchOptions, client)
 }
 
 // curatorFlags are the connection flags for the Curator.

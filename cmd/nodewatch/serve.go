@@ -18,13 +18,14 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
 
 // serveOptions are the flags of `nodewatch serve`.
 type serveOptions struct {
 	listen      string
-	etcd        etcdOptions
+	etcd        etcdkv.Config
 	prefix      string
 	nodeID      string
 	insecure    bool
@@ -182,9 +183,10 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 			return err
 		}
 		defer srv.Close()
-		o.etcd = etcdOptions{endpoints: []string{srv.Endpoint}}
+		o.etcd = etcdkv.Config{Endpoints: []string{srv.Endpoint}}
 	}
-	client, err := o.etcd.connect(ctx, o.dialTimeout, o.prefix, true)
+	o.etcd.DialTimeout = o.dialTimeout
+	client, err := etcdkv.Connect(ctx, o.etcd, o.prefix, true)
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 			errc <- fmt.Errorf("serve: %w", err)
 		}
 	}()
-	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.endpoints)
+	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.Endpoints)
 
 	if o.dev {
 		s := sim.New(sim.Config{Nodes: o.devNodes, Seed: time.Now().UnixNano(), Prefix: o.prefix})
@@ -233,9 +235,9 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 				e.logf("dev: simulator stopped: %v", err)
 			}
 		}()
-		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.endpoints[0], o.devNodes, o.devRate)
+		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.Endpoints[0], o.devNodes, o.devRate)
 		e.logf("dev:   nodewatch nodes --curator %s", l.Addr())
-		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.endpoints[0])
+		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.Endpoints[0])
 	}
 
 	var runErr error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
 
@@ -19,7 +20,7 @@ const maxSimNodes = 1_000_000
 
 // simOptions are the flags of `nodewatch sim`.
 type simOptions struct {
-	etcd        etcdOptions
+	etcd        etcdkv.Config
 	dialTimeout time.Duration
 	sim         sim.Config
 	rate        float64
@@ -118,7 +119,8 @@ func parseSimOptions(c *cli.Context) (*simOptions, error) {
 // reached or ctx ends. Once connected, it logs a summary on stderr however
 // it ends.
 func runSim(ctx context.Context, e *env, o *simOptions) error {
-	client, err := o.etcd.connect(ctx, o.dialTimeout, o.sim.Prefix, true)
+	o.etcd.DialTimeout = o.dialTimeout
+	client, err := etcdkv.Connect(ctx, o.etcd, o.sim.Prefix, true)
 	if err != nil {
 		return err
 	}

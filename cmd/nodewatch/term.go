@@ -18,19 +18,21 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// watchHangup calls hangup once the reader of w goes away (`| head -1`
+// waitHangup blocks until the reader of w goes away (`| head -1`
 // exited), even if nothing is being written: a quiet watch would
 // otherwise only notice at its next write, which may never come. It
-// returns when ctx ends. Writers that are not pipes or sockets are never
-// reported.
-func watchHangup(ctx context.Context, w io.Writer, hangup func()) {
+// returns true then, or false when ctx ends first. Writers that are not
+// pipes or sockets are never reported.
+func waitHangup(ctx context.Context, w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
-		return
+		<-ctx.Done()
+		return false
 	}
 	fi, err := f.Stat()
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return
+		<-ctx.Done()
+		return false
 	}
 	fd := int32(f.Fd())
 	for ctx.Err() == nil {
@@ -39,11 +41,12 @@ func watchHangup(ctx context.Context, w io.Writer, hangup func()) {
 		fds := []unix.PollFd{{Fd: fd}}
 		n, err := unix.Poll(fds, 200)
 		if err != nil && err != unix.EINTR {
-			return
+			<-ctx.Done()
+			return false
 		}
 		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-			hangup()
-			return
+			return true
 		}
 	}
+	return false
 }

@@ -15,14 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -89,7 +86,7 @@ func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
-		if isFatal(err) {
+		if Refused(err) {
 			return nil, 0, fmt.Errorf("list %q: %w", w.Key, err)
 		}
 		w.logf("list %q: %v (retrying)", w.Key, err)
@@ -155,7 +152,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, rev+1)
 			return nil
 		}
-		if isFatal(err) {
+		if Refused(err) {
 			return fmt.Errorf("watch %q: %w", w.Key, err)
 		}
 		if next > rev {
@@ -239,23 +236,4 @@ func (w *Watcher) logf(format string, args ...any) {
 	if w.Logf != nil {
 		w.Logf(format, args...)
 	}
-}
-
-// isFatal reports whether etcd refused the request in a way retrying
-// cannot mend: the credentials are wrong, the user lacks the permission,
-// the request is malformed (an empty key).
-func isFatal(err error) bool {
-	code := status.Code(err)
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		code = ee.Code()
-	}
-	switch code {
-	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
-		return true
-	case codes.FailedPrecondition:
-		// A watch cancelled by the server carries its reason here.
-		return strings.Contains(err.Error(), "permission denied")
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
@@ -43,7 +44,7 @@ func BenchmarkFilterNode(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if ok, err := p.Truthy(obj); !ok || err != nil {
+		if ok, err := p.Truthy(context.Background(), obj); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}
@@ -58,7 +59,7 @@ func BenchmarkEqualsNode(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if eq, err := p.Equal(obj, obj); !eq || err != nil {
+		if eq, err := p.Equal(context.Background(), obj, obj); !eq || err != nil {
 			b.Fatal(eq, err)
 		}
 	}

@@ -98,15 +98,16 @@ func Compile(flag, expr string, vars Vars) (*Program, error) {
 func (p *Program) Flag() string { return p.flag }
 
 // Run returns every output of the program for input v. It fails when the
-// program raises an error or runs longer than its time limit.
-func (p *Program) Run(v any) ([]any, error) {
-	return p.run(v, -1)
+// program raises an error, runs longer than its time limit, or ctx ends
+// (with ctx's error).
+func (p *Program) Run(ctx context.Context, v any) ([]any, error) {
+	return p.run(ctx, v, -1)
 }
 
 // Truthy reports whether the first output for v is neither false nor null
 // (jq's notion of truth); no output at all is false.
-func (p *Program) Truthy(v any) (bool, error) {
-	out, err := p.run(v, 1)
+func (p *Program) Truthy(ctx context.Context, v any) (bool, error) {
+	out, err := p.run(ctx, v, 1)
 	if err != nil || len(out) == 0 {
 		return false, err
 	}
@@ -115,12 +116,12 @@ func (p *Program) Truthy(v any) (bool, error) {
 
 // Equal reports whether the program gives the same outputs for a and b
 // (--equals as a projection).
-func (p *Program) Equal(a, b any) (bool, error) {
-	pa, err := p.Run(a)
+func (p *Program) Equal(ctx context.Context, a, b any) (bool, error) {
+	pa, err := p.Run(ctx, a)
 	if err != nil {
 		return false, err
 	}
-	pb, err := p.Run(b)
+	pb, err := p.Run(ctx, b)
 	if err != nil {
 		return false, err
 	}
@@ -136,8 +137,8 @@ func (p *Program) Equal(a, b any) (bool, error) {
 }
 
 // run collects at most limit outputs (all if limit < 0).
-func (p *Program) run(v any, limit int) ([]any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+func (p *Program) run(parent context.Context, v any, limit int) ([]any, error) {
+	ctx, cancel := context.WithTimeout(parent, p.timeout)
 	defer cancel()
 	iter := p.code.RunWithContext(ctx, v, p.values...)
 	var out []any
@@ -150,6 +151,9 @@ func (p *Program) run(v any, limit int) ([]any, error) {
 			var halt *gojq.HaltError
 			if errors.As(err, &halt) && halt.Value() == nil {
 				break // `halt` or `empty`-like end: not an error
+			}
+			if parent.Err() != nil {
+				return nil, parent.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("%s: evaluation took longer than %v", p.flag, p.timeout)

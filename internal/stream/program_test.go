@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -64,7 +65,7 @@ func TestTruthy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			got, err := mustCompile(t, tt.expr, vars).Truthy(obj)
+			got, err := mustCompile(t, tt.expr, vars).Truthy(context.Background(), obj)
 			if err != nil || got != tt.want {
 				t.Errorf("Truthy = %v, %v; want %v", got, err, tt.want)
 			}
@@ -86,7 +87,7 @@ func TestEqual(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := p.Equal(a, tt.b)
+			got, err := p.Equal(context.Background(), a, tt.b)
 			if err != nil || got != tt.want {
 				t.Errorf("Equal = %v, %v; want %v", got, err, tt.want)
 			}
@@ -95,17 +96,17 @@ func TestEqual(t *testing.T) {
 }
 
 func TestEvalErrors(t *testing.T) {
-	if _, err := mustCompile(t, ".a.b", Vars{}).Truthy("a string"); err == nil || !strings.HasPrefix(err.Error(), "--filter: expected an object") {
+	if _, err := mustCompile(t, ".a.b", Vars{}).Truthy(context.Background(), "a string"); err == nil || !strings.HasPrefix(err.Error(), "--filter: expected an object") {
 		t.Errorf("indexing a string: err = %v", err)
 	}
 	// A runaway expression is cut off by the time limit.
 	p := mustCompile(t, "[repeat(1)] | length > 0", Vars{})
 	p.timeout = 50 * time.Millisecond
-	if _, err := p.Truthy(nil); err == nil || !strings.Contains(err.Error(), "evaluation took longer than 50ms") {
+	if _, err := p.Truthy(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "evaluation took longer than 50ms") {
 		t.Errorf("runaway: err = %v", err)
 	}
 	// `repeat` alone is fine: only its first output is needed.
-	if ok, err := mustCompile(t, "repeat(true)", Vars{}).Truthy(nil); !ok || err != nil {
+	if ok, err := mustCompile(t, "repeat(true)", Vars{}).Truthy(context.Background(), nil); !ok || err != nil {
 		t.Errorf("repeat(true): %v, %v", ok, err)
 	}
 }

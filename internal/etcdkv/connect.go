@@ -1,0 +1,131 @@
+package etcdkv
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// DefaultDialTimeout bounds Connect when Config.DialTimeout is 0.
+const DefaultDialTimeout = 5 * time.Second
+
+// ErrUnavailable is wrapped by the error Connect returns when no etcd
+// endpoint answered within the dial timeout (`nodewatch` exits 3 on it).
+var ErrUnavailable = errors.New("etcd unavailable")
+
+// Config says how to reach etcd.
+type Config struct {
+	Endpoints          []string
+	Username, Password string
+	TLS                *tls.Config // nil: plaintext
+	// DialTimeout bounds connecting and the first request; 0 means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+}
+
+// Connect opens an etcd client and proves the connection within the dial
+// timeout by counting the keys it is about to use (key, or every key under
+// it with prefix), so that a user whose role covers only that range
+// passes. The caller closes the client.
+//
+// No answer in time is an error wrapping ErrUnavailable, naming the
+// endpoints and the last error; a refusal (bad credentials, permission
+// denied: see Refused) is a plain error; ctx ending returns ctx.Err().
+func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv3.Client, error) {
+	dial := cfg.DialTimeout
+	if dial <= 0 {
+		dial = DefaultDialTimeout
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: dial,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
+		TLS:         cfg.TLS,
+		Context:     ctx,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, connectError(ctx, cfg.Endpoints, dial, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, dial)
+	defer cancel()
+	probe := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if prefix {
+		probe = append(probe, clientv3.WithPrefix())
+		if key == "" {
+			key = "\x00" // every key; etcd refuses an empty one
+		}
+	}
+	if _, err := client.Get(pctx, key, probe...); err != nil {
+		client.Close()
+		return nil, connectError(ctx, cfg.Endpoints, dial, err)
+	}
+	return client, nil
+}
+
+// connectError classifies a failure to connect: a refusal is a plain
+// error, anything else "unavailable".
+func connectError(ctx context.Context, endpoints []string, dial time.Duration, err error) error {
+	eps := strings.Join(endpoints, ",")
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case Refused(err):
+		return fmt.Errorf("etcd at %s: %w", eps, err)
+	}
+	return fmt.Errorf("%w: no etcd reachable at %s within %v (last error: %v)", ErrUnavailable, eps, dial, err)
+}
+
+// Refused reports whether etcd refused a request in a way retrying cannot
+// mend: the credentials are wrong, the user lacks the permission, the
+// request is malformed. It is the one classifier of etcd errors: what is
+// not refused is retried (by the Watcher) or "unavailable" (by Connect).
+func Refused(err error) bool {
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	switch code {
+	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
+		return true
+	case codes.FailedPrecondition:
+		// A watch cancelled by the server carries its reason here.
+		return strings.Contains(err.Error(), "permission denied")
+	}
+	return false
+}
+
+// Source connects to etcd and follows a key or prefix with a Watcher: the
+// source of `nodewatch key`. Connecting is part of the run, so a run's
+// timeout covers it.
+type Source struct {
+	Config Config
+	// Watcher says what to follow; Run sets its Client.
+	Watcher Watcher
+}
+
+// Run connects (see Connect), then runs the Watcher until ctx ends or
+// etcd refuses for good; it closes the client it opened.
+func (s *Source) Run(ctx context.Context, out nodeset.Sink) error {
+	client, err := Connect(ctx, s.Config, s.Watcher.Key, s.Watcher.Prefix)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	w := s.Watcher
+	w.Client = client
+	return w.Run(ctx, out)
+}

@@ -1,0 +1,377 @@
+// Package watch is nodewatch's pipeline: a source (the etcd watcher, the
+// Curator client) hands batches through a handoff.Queue to a
+// nodeset.Follower, whose events a stream.Encoder writes, until a goal is
+// met or something stops the run.
+//
+// It owns every goroutine of a run and every way a run ends, so that the
+// command line only turns flags into Options and a Result into an exit
+// code. The rules it keeps:
+//
+//   - The source never waits for the output: it puts batches into the
+//     queue, which merges them when the reader is slow (see handoff).
+//   - Output is flushed at the end of every batch, so a reader sees whole
+//     batches; a run that ends flushes what it printed first.
+//   - A run ends for exactly one reason (Stop): its goal was met, its
+//     timeout passed, its context ended (a signal), its output was
+//     closed, or it failed (the source, the output or a --strict jq
+//     error). A goal met is final: a timeout that passes while the last
+//     lines are being written does not undo it.
+//   - A reader that stopped reading cannot keep a run alive: once the run
+//     has to end, a write still blocked after WriteGrace is abandoned.
+//   - jq evaluation runs under the run's context, so a slow filter over a
+//     large listing stops with the run.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/stream"
+)
+
+// Source produces the batches of one watch.
+type Source interface {
+	// Run puts batches into out, in order, until ctx ends or the source
+	// fails for good. The first batch is the full initial state
+	// (nodeset.CauseInitial). Run returns ctx.Err() (or anything, once ctx
+	// has ended) when ctx ends, or the error it failed with. It must not
+	// keep out after it returns.
+	Run(ctx context.Context, out nodeset.Sink) error
+}
+
+// SourceFunc is a function that is a Source.
+type SourceFunc func(ctx context.Context, out nodeset.Sink) error
+
+// Run calls f.
+func (f SourceFunc) Run(ctx context.Context, out nodeset.Sink) error { return f(ctx, out) }
+
+// DefaultWriteGrace is how long a blocked write may still finish once a
+// run has to end, unless Options.WriteGrace says otherwise.
+const DefaultWriteGrace = time.Second
+
+// Options say what a run prints and when it ends. The zero value prints
+// every change as NDJSON until the context ends.
+type Options struct {
+	// Filter, Equals and Until are the user's jq programs (nil: none).
+	// Filter decides which objects are of interest, Equals which changes
+	// count (nil compares whole objects), Until ends the run once it holds
+	// over the printed view.
+	Filter, Equals, Until *stream.Program
+	// List: Until sees the view as an array of objects in id order (a
+	// prefix, every node); otherwise the one object, or null.
+	List bool
+	// Strict: a jq evaluation error fails the run; otherwise it is
+	// reported through Logf and counts as "no match" ("not equal").
+	Strict bool
+
+	// Once: end after the first synced batch (the initial state).
+	Once bool
+	// Count > 0: end after Count new/updated/deleted events.
+	Count int
+	// Timeout > 0: end after Timeout, whatever happens.
+	Timeout time.Duration
+	// ChangesOnly: build the initial state silently; print later changes.
+	ChangesOnly bool
+
+	// Output configures the encoder.
+	Output stream.Options
+	// Logf reports warnings (jq evaluation errors without Strict). Nil
+	// discards them.
+	Logf func(format string, args ...any)
+	// Hangup, if set, blocks until the reader of the output has gone away
+	// (it returns true) or ctx has ended (false), so that an idle run
+	// notices a closed pipe. Run calls it once, in a goroutine it owns.
+	Hangup func(ctx context.Context) bool
+	// WriteGrace: see DefaultWriteGrace; 0 means the default.
+	WriteGrace time.Duration
+}
+
+// goal describes what ends the run successfully, "" if nothing does.
+func (o *Options) goal() string {
+	switch {
+	case o.Until != nil:
+		return "--until was met"
+	case o.Once:
+		return "the initial state was printed (--once)"
+	case o.Count > 0:
+		return fmt.Sprintf("%d events were printed (--count)", o.Count)
+	}
+	return ""
+}
+
+// Stop is why a run ended.
+type Stop int
+
+const (
+	// GoalMet: --once, --count or --until was met, and everything
+	// printed was written.
+	GoalMet Stop = iota + 1
+	// TimedOut: Options.Timeout passed first.
+	TimedOut
+	// Interrupted: the context given to Run ended (a signal).
+	Interrupted
+	// OutputClosed: the reader of the output went away.
+	OutputClosed
+	// Failed: the source failed, the output failed, or a jq program
+	// failed under Strict; Run's error says how.
+	Failed
+)
+
+// String returns the name of s.
+func (s Stop) String() string {
+	switch s {
+	case GoalMet:
+		return "goal met"
+	case TimedOut:
+		return "timed out"
+	case Interrupted:
+		return "interrupted"
+	case OutputClosed:
+		return "output closed"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("Stop(%d)", int(s))
+}
+
+// Result is how a run ended.
+type Result struct {
+	Stop Stop
+	// Goal describes the goal that was not met when Stop is TimedOut ("":
+	// there was none).
+	Goal string
+	// Received: the source delivered at least one batch (it connected).
+	Received bool
+	// Events and Batches count the new/updated/deleted and batch_done
+	// lines printed.
+	Events, Batches int
+}
+
+// Errors that end a run's context, as its cause.
+var (
+	errTimeout      = errors.New("timeout passed")
+	errOutputClosed = errors.New("output closed")
+	errGoalMet      = errors.New("goal met")
+)
+
+// Run runs the pipeline from src to w until the run ends, and says why.
+// The error is non-nil exactly when Stop is Failed. Run blocks; every
+// goroutine it starts has ended when it returns (but for a write to w
+// abandoned after WriteGrace, which goes on until w gives up).
+func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error) {
+	// A plain cancellation, not a deadline, ends the run on timeout: a
+	// deadline would travel to servers with every gRPC call, and its end
+	// would look like a broken stream there.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if o.Timeout > 0 {
+		t := time.AfterFunc(o.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel(nil) // runs before wg.Wait
+
+	q := handoff.New(0)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		q.Close(src.Run(runCtx, q))
+	}()
+	if o.Hangup != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o.Hangup(runCtx) {
+				cancel(errOutputClosed)
+			}
+		}()
+	}
+
+	grace := o.WriteGrace
+	if grace <= 0 {
+		grace = DefaultWriteGrace
+	}
+	r := &run{
+		parent: ctx,
+		ctx:    runCtx,
+		o:      &o,
+		enc:    stream.NewEncoder(&abandonableWriter{w: w, stop: runCtx.Done(), grace: grace}, o.Output),
+	}
+	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
+	return r.loop(q)
+}
+
+// run is the state of one Run, used by its reading goroutine.
+type run struct {
+	parent, ctx context.Context
+	o           *Options
+	enc         *stream.Encoder
+	fol         *nodeset.Follower
+	res         Result
+}
+
+func (r *run) loop(q *handoff.Queue) (Result, error) {
+	for {
+		b, err := q.Next(r.ctx)
+		if err == nil && r.ctx.Err() != nil {
+			err = r.ctx.Err() // queued batches wait in vain once the run has to end
+		}
+		if err != nil {
+			r.enc.Flush()
+			return r.end(err)
+		}
+		r.res.Received = true
+		changed, err := r.apply(b)
+		if errors.Is(err, errGoalMet) {
+			return r.goalMet()
+		}
+		if err == nil {
+			err = r.enc.Flush()
+		}
+		if err != nil {
+			return r.end(err)
+		}
+		if r.o.Once && b.Synced {
+			return r.goalMet()
+		}
+		if r.o.Until != nil && changed {
+			met, err := r.untilMet()
+			if err != nil {
+				return r.end(err)
+			}
+			if met {
+				return r.goalMet()
+			}
+		}
+	}
+}
+
+// apply prints what b changes and reports whether the view changed.
+func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
+	silent := r.o.ChangesOnly && b.Cause == nodeset.CauseInitial
+	err = r.fol.Apply(b, func(ev nodeset.Event) error {
+		changed = true
+		if silent {
+			return nil
+		}
+		if ev.Type == nodeset.BatchDone {
+			r.res.Batches++
+			ev.Batch = r.res.Batches // number what is printed (--changes-only)
+		} else {
+			r.res.Events++
+		}
+		if err := r.enc.Encode(ev); err != nil {
+			return err
+		}
+		if r.o.Count > 0 && r.res.Events >= r.o.Count {
+			return errGoalMet
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// goalMet ends the run with its goal met, once what was printed is out.
+func (r *run) goalMet() (Result, error) {
+	if err := r.enc.Flush(); err != nil {
+		return r.end(err)
+	}
+	r.res.Stop = GoalMet
+	return r.res, nil
+}
+
+// end turns the reason the run stops into its Result.
+func (r *run) end(err error) (Result, error) {
+	switch cause := context.Cause(r.ctx); {
+	case r.parent.Err() != nil:
+		r.res.Stop = Interrupted
+	case errors.Is(cause, errOutputClosed), isClosedPipe(err):
+		r.res.Stop = OutputClosed
+	case errors.Is(cause, errTimeout):
+		r.res.Stop = TimedOut
+		r.res.Goal = r.o.goal()
+	default:
+		r.res.Stop = Failed
+		return r.res, err
+	}
+	return r.res, nil
+}
+
+// isClosedPipe reports whether err comes from writing to a closed pipe.
+func isClosedPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
+}
+
+// filterFunc, equalsFunc and untilMet apply the user's jq programs with
+// the Strict policy, under the run's context.
+
+func (r *run) filterFunc() func(id string, obj any) (bool, error) {
+	if r.o.Filter == nil {
+		return nil
+	}
+	return func(id string, obj any) (bool, error) {
+		ok, err := r.o.Filter.Truthy(r.ctx, obj)
+		return ok, r.evalError(id, err)
+	}
+}
+
+func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
+	if r.o.Equals == nil {
+		return nil
+	}
+	return func(id string, a, b any) (bool, error) {
+		eq, err := r.o.Equals.Equal(r.ctx, a, b)
+		return eq, r.evalError(id, err) // on error eq is false: print the change
+	}
+}
+
+func (r *run) untilMet() (bool, error) {
+	set := r.fol.Set()
+	var view any
+	if r.o.List {
+		objs := make([]any, 0, set.Len())
+		set.Ascend(func(_ string, obj any) bool {
+			objs = append(objs, obj)
+			return true
+		})
+		view = objs
+	} else {
+		set.Ascend(func(_ string, obj any) bool {
+			view = obj
+			return false
+		})
+	}
+	ok, err := r.o.Until.Truthy(r.ctx, view)
+	return ok, r.evalError("", err)
+}
+
+// evalError applies Strict to an evaluation error on the object with the
+// given id ("" for the whole view). An evaluation cut short because the
+// run ends is no warning: it ends the evaluation.
+func (r *run) evalError(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	if r.o.Strict {
+		return err // the follower adds the id
+	}
+	if id != "" {
+		err = fmt.Errorf("%q: %w", id, err)
+	}
+	if r.o.Logf != nil {
+		r.o.Logf("warning: %v (treated as no match)", err)
+	}
+	return nil
+}
