@@ -7,7 +7,7 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/client"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
@@ -64,7 +64,7 @@ func exitCode(err error) (code int, report bool) {
 		return exitOK, false
 	case errors.As(err, &coded):
 		return coded.ExitCode(), true
-	case errors.Is(err, etcdkv.ErrUnavailable), errors.Is(err, curator.ErrUnavailable):
+	case errors.Is(err, etcdkv.ErrUnavailable), errors.Is(err, client.ErrUnavailable):
 		return exitUnavailable, true
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted, false

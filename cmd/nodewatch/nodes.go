@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/client"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -104,20 +104,26 @@ func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
 }
 
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
-	client := &curator.Client{
+	src := &client.Client{
 		Endpoints:   o.endpoints,
 		Credentials: o.creds,
 		NodeID:      o.nodeID,
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,
 	}
-	return follow(ctx, e, o.watchOptions, client)
+	return follow(ctx, e, o.watchOptions, src)
+}
+
+// defaultCurator is where `nodes` looks for a Curator, and where `serve`
+// listens, unless told otherwise.
+func defaultCurator() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(curator.DefaultPort))
 }
 
 // curatorFlags are the connection flags for the Curator.
 func curatorFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "curator", Value: "127.0.0.1:7835", EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
+		&cli.StringFlag{Name: "curator", Value: defaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
 	}, tlsFlags()...)
 }
 
@@ -132,30 +138,13 @@ func tlsFlags() []cli.Flag {
 }
 
 // curatorCredentials returns TLS credentials for the Curator, or nil for
-// plaintext. Metropolis names nodes' server certificates after node ids,
-// not addresses, so unless --tls-server-name is given the chain is
-// verified against --cacert without a host-name check.
+// plaintext; see curator.ClientTLS for how servers are verified.
 func curatorCredentials(c *cli.Context) (credentials.TransportCredentials, error) {
 	t, err := tlsConfig(c)
 	if t == nil || err != nil {
 		return nil, err
 	}
-	if t.ServerName == "" && t.RootCAs != nil {
-		roots := t.RootCAs
-		t.InsecureSkipVerify = true // replaced by the chain check below
-		t.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server sent no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, c := range cs.PeerCertificates[1:] {
-				inter.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-			return err
-		}
-	}
-	return credentials.NewTLS(t), nil
+	return credentials.NewTLS(curator.ClientTLS(t)), nil
 }
 
 // nodeSummary is what -o text shows of a node: state, address, roles.

@@ -16,6 +16,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/sim"
@@ -272,7 +273,7 @@ func TestNodesFollowLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	(&curator.NonLeader{NodeID: "follower", LeaderNodeID: "leader", LeaderHost: host, LeaderPort: atoi(t, port)}).Register(gs)
+	(&curatortest.NonLeader{NodeID: "follower", LeaderNodeID: "leader", LeaderHost: host, LeaderPort: atoi(t, port)}).Register(gs)
 	go gs.Serve(l)
 	t.Cleanup(gs.Stop)
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -17,9 +15,9 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
-	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/curator/server"
+	"github.com/nodewatch/nodewatch/internal/devfleet"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
-	"github.com/nodewatch/nodewatch/internal/sim"
 )
 
 // serveOptions are the flags of `nodewatch serve`.
@@ -59,7 +57,7 @@ Examples:
    nodewatch serve --dev
    nodewatch serve --etcd https://etcd-0:2379,https://etcd-1:2379 --cacert ca.pem --listen 0.0.0.0:7835 --listen-cert srv.pem --listen-key srv.key`,
 		Flags: append(etcdFlags(),
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7835", Usage: "serve on `HOST:PORT`"},
+			&cli.StringFlag{Name: "listen", Value: defaultCurator(), Usage: "serve on `HOST:PORT`"},
 			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "node records live under `PREFIX`"},
 			&cli.StringFlag{Name: "node-id", Value: "nodewatch-serve", Usage: "this server's `ID` in GetCurrentLeader"},
 			&cli.BoolFlag{Name: "insecure", Usage: "allow plaintext on a non-loopback address"},
@@ -162,28 +160,15 @@ func serverCredentials(c *cli.Context) (credentials.TransportCredentials, error)
 }
 
 func runServe(ctx context.Context, e *env, o *serveOptions) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-
 	if o.dev {
-		dir := o.dataDir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "nodewatch-dev-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
-		}
-		srv, err := embedetcd.Start(embedetcd.Config{Dir: dir})
+		fleet, err := devfleet.Start(ctx, devfleet.Config{
+			Dir: o.dataDir, Nodes: o.devNodes, Rate: o.devRate, Seed: time.Now().UnixNano(), Prefix: o.prefix, Logf: e.logf,
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("dev: %w", err)
 		}
-		defer srv.Close()
-		o.etcd = etcdkv.Config{Endpoints: []string{srv.Endpoint}}
+		defer fleet.Close()
+		o.etcd = etcdkv.Config{Endpoints: []string{fleet.Endpoint}}
 	}
 	o.etcd.DialTimeout = o.dialTimeout
 	client, err := etcdkv.Connect(ctx, o.etcd, o.prefix, true)
@@ -198,69 +183,22 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	}
 	host, portStr, _ := net.SplitHostPort(l.Addr().String())
 	port, _ := strconv.Atoi(portStr)
-	server := curator.NewServer(curator.ServerConfig{
+	srv := server.NewServer(server.ServerConfig{
 		Etcd: client, Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
 	})
 	var opts []grpc.ServerOption
 	if o.creds != nil {
 		opts = append(opts, grpc.Creds(o.creds))
 	}
-	gs := grpc.NewServer(opts...)
-	server.Register(gs)
-
-	errc := make(chan error, 3)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		errc <- server.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		if err := gs.Serve(l); err != nil {
-			errc <- fmt.Errorf("serve: %w", err)
-		}
-	}()
 	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.Endpoints)
-
 	if o.dev {
-		s := sim.New(sim.Config{Nodes: o.devNodes, Seed: time.Now().UnixNano(), Prefix: o.prefix})
-		if err := s.Populate(ctx, client); err != nil {
-			gs.Stop()
-			return fmt.Errorf("dev: write the simulated fleet: %w", err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.Run(ctx, client, o.devRate, 0); err != nil && ctx.Err() == nil {
-				e.logf("dev: simulator stopped: %v", err)
-			}
-		}()
 		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.Endpoints[0], o.devNodes, o.devRate)
 		e.logf("dev:   nodewatch nodes --curator %s", l.Addr())
 		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.Endpoints[0])
 	}
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
+	err = srv.Serve(ctx, l, opts...)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	cancel()
-	// server.Run has ended (or is ending) every Watch stream; give gRPC a
-	// moment to finish them, then close what is left.
-	stopped := make(chan struct{})
-	go func() {
-		gs.GracefulStop()
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(2 * time.Second):
-		gs.Stop()
-		<-stopped
-	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) {
-		return runErr
-	}
-	return ctx.Err()
+	return err
 }

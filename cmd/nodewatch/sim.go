@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
@@ -57,7 +58,7 @@ Examples:
 			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (0: no limit)"},
 			&cli.Int64Flag{Name: "steps", Usage: "stop after `N` changes (0: no limit)"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the simulation: the same seed writes the same records"},
-			&cli.StringFlag{Name: "prefix", Value: sim.DefaultPrefix, Usage: "write node records under `PREFIX`"},
+			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "write node records under `PREFIX`"},
 			&cli.StringFlag{Name: "format", Value: "json", Usage: "record `FORMAT`: json (protobuf JSON) or binary (protobuf)"},
 			&cli.BoolFlag{Name: "clear", Usage: "first delete every key under the prefix"},
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},

@@ -1,20 +1,12 @@
-// Package curator speaks the Watch RPC of the Monogon Metropolis Curator,
-// from both ends.
+// Package curator holds what both ends of the Monogon Metropolis Curator's
+// Watch RPC share in nodewatch: the wire code (apipb, commonpb and
+// versionpb, generated from proto/), the facts of the wire (DefaultPort,
+// MaxEventSize), node records as `serve` reads them from etcd
+// (DefaultPrefix, DecodeRecord, EncodeRecord), the printed form of a node
+// (Object), and the certificate check a Metropolis client needs
+// (ClientTLS).
 //
-// Client is the source behind `nodewatch nodes` and `nodewatch node ID`: it
-// turns a Curator Watch stream into nodeset batches, and owns everything
-// the wire leaves to the client: following a non-leader to the leader,
-// reconnecting with capped backoff, moving across endpoints, and handing
-// over the full state again after a reconnect so that the follower prints
-// only what changed meanwhile.
-//
-// Server is `nodewatch serve`: a Curator-compatible Watch server over node
-// records kept in etcd. However many streams it serves, it reads etcd
-// through one list-then-watch (internal/etcdkv), keeps the current nodes in
-// memory and hands each stream its own coalescing mailbox, so a slow client
-// never holds up etcd, the server or the other clients, and its memory is
-// bounded by the number of nodes.
-//
-// Records, events and printed objects share one encoding, defined here:
-// DecodeRecord, EncodeRecord and Object.
+// The client, the source behind `nodewatch nodes` and `nodewatch node ID`,
+// is package client; the server, `nodewatch serve`, is package server.
+// curatortest has what their tests share.
 package curator

@@ -1,11 +1,13 @@
-package curator
+package curator_test
 
 import (
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // FuzzDecodeRecord: whatever bytes sit under the prefix, decoding either
@@ -14,19 +16,19 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	n := &apipb.Node{Id: "metropolis-x", State: commonpb.NodeState_NODE_STATE_UP}
 	bin, _ := proto.Marshal(n)
-	js, _ := EncodeRecord(n)
+	js, _ := curator.EncodeRecord(n)
 	for _, s := range [][]byte{bin, js, []byte("{"), []byte(`{"id":"metropolis-x","state":"NODE_STATE_NOPE"}`), nil} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := DecodeRecord("metropolis-x", b)
+		got, err := curator.DecodeRecord("metropolis-x", b)
 		if err != nil {
 			return
 		}
 		if got.GetId() != "metropolis-x" {
 			t.Fatalf("decoded id %q", got.GetId())
 		}
-		if _, err := Object(got); err != nil {
+		if _, err := curator.Object(got); err != nil {
 			t.Fatalf("Object of a decoded record: %v", err)
 		}
 	})

@@ -43,18 +43,34 @@ func DecodeRecord(id string, value []byte) (*apipb.Node, error) {
 	return n, nil
 }
 
-// EncodeRecord encodes n as a node record: protobuf JSON with the proto
-// field names, which DecodeRecord reads back. It is for writers of records,
-// such as the simulator.
+// EncodeRecord encodes n as a node record: compact protobuf JSON with the
+// proto field names, which DecodeRecord reads back. The same node always
+// gives the same bytes (protojson varies its whitespace from build to
+// build on purpose; the record is compacted). It is for writers of
+// records, such as the simulator.
 func EncodeRecord(n *apipb.Node) ([]byte, error) {
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// EncodeRecordBinary encodes n as a binary protobuf node record,
+// deterministically, which DecodeRecord reads back too.
+func EncodeRecordBinary(n *apipb.Node) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(n)
 	if err != nil {
 		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
 	}
 	return b, nil
 }
 
-// Object returns n as nodewatch prints it in an event's object (SPEC §3):
+// Object returns n as nodewatch prints it in an event's object:
 // protobuf JSON with the proto field names (external_address), enums by
 // name, 64-bit integers as strings, bytes as base64, no unpopulated fields.
 // Numbers are json.Number, so that jq programs see them exactly as printed.

@@ -1,4 +1,4 @@
-package curator
+package curator_test
 
 import (
 	"encoding/json"
@@ -9,23 +9,25 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 )
 
 func TestDecodeRecord(t *testing.T) {
-	full := fullNode("n1")
+	full := curatortest.FullNode("n1")
 	binary, err := proto.Marshal(full)
 	if err != nil {
 		t.Fatal(err)
 	}
-	encoded, err := EncodeRecord(full)
+	encoded, err := curator.EncodeRecord(full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A binary record whose id is 123 bytes long starts with 0x0a 0x7b:
 	// "\n{", which looks like JSON.
-	long := node(strings.Repeat("x", 123), commonpb.NodeState_NODE_STATE_UP, "")
+	long := curatortest.Node(strings.Repeat("x", 123), commonpb.NodeState_NODE_STATE_UP, "")
 	longBinary, err := proto.Marshal(long)
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +42,9 @@ func TestDecodeRecord(t *testing.T) {
 		{name: "EncodeRecord's JSON", id: "n1", value: encoded, want: full},
 		{name: "binary", id: "n1", value: binary, want: full},
 		{name: "JSON, proto names, leading space", id: "n1", value: []byte(` {"id":"n1","state":"NODE_STATE_UP","status":{"external_address":"a"}}`),
-			want: node("n1", commonpb.NodeState_NODE_STATE_UP, "a")},
+			want: curatortest.Node("n1", commonpb.NodeState_NODE_STATE_UP, "a")},
 		{name: "JSON, lowerCamelCase names, enum by number", id: "n1", value: []byte(`{"id":"n1","state":3,"status":{"externalAddress":"a"}}`),
-			want: node("n1", commonpb.NodeState_NODE_STATE_UP, "a")},
+			want: curatortest.Node("n1", commonpb.NodeState_NODE_STATE_UP, "a")},
 		{name: "JSON, unknown field ignored", id: "n1", value: []byte(`{"id":"n1","future":1}`), want: &apipb.Node{Id: "n1"}},
 		{name: "binary that starts like JSON", id: long.Id, value: longBinary, want: long},
 		{name: "id differs from the key's", id: "n2", value: encoded, wantErr: true},
@@ -54,7 +56,7 @@ func TestDecodeRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeRecord(tt.id, tt.value)
+			got, err := curator.DecodeRecord(tt.id, tt.value)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatalf("DecodeRecord = %v, want an error", got)
@@ -79,7 +81,7 @@ func TestObject(t *testing.T) {
 		want map[string]any
 	}{{
 		name: "every field: proto names, enums by name, 64-bit as strings, bytes as base64",
-		node: fullNode("n1"),
+		node: curatortest.FullNode("n1"),
 		want: map[string]any{
 			"id": "n1",
 			"roles": map[string]any{
@@ -117,7 +119,7 @@ func TestObject(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Object(tt.node)
+			got, err := curator.Object(tt.node)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,8 +133,8 @@ func TestObject(t *testing.T) {
 // TestEncodeRecordRoundTrip: what EncodeRecord writes, DecodeRecord reads
 // back unchanged, and it uses the proto field names.
 func TestEncodeRecordRoundTrip(t *testing.T) {
-	n := fullNode("metropolis-0123456789abcdef0123456789abcdef")
-	b, err := EncodeRecord(n)
+	n := curatortest.FullNode("metropolis-0123456789abcdef0123456789abcdef")
+	b, err := curator.EncodeRecord(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestEncodeRecordRoundTrip(t *testing.T) {
 	if _, ok := raw["status"].(map[string]any)["external_address"]; !ok {
 		t.Errorf("EncodeRecord = %s, want proto field names", b)
 	}
-	got, err := DecodeRecord(n.Id, b)
+	got, err := curator.DecodeRecord(n.Id, b)
 	if err != nil {
 		t.Fatal(err)
 	}

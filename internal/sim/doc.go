@@ -7,8 +7,8 @@
 //
 // A node's record lives at Prefix + id (default prefix "/nodes/"); its value
 // is the apipb.Node message as protobuf JSON with proto field names, or, with
-// Format Binary, as binary protobuf: the two encodings `serve` accepts
-// (SPEC §6). Ids are "metropolis-" followed by 32 lowercase hex digits.
+// Format Binary, as binary protobuf: the two encodings `serve` accepts.
+// Ids are "metropolis-" followed by 32 lowercase hex digits.
 //
 // # Determinism
 //

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
@@ -253,7 +254,7 @@ func (s *Sim) upRecord(n *node, rec *apipb.Node, step int64) *apipb.Node {
 			ConsensusMember:      &commonpb.NodeRoles_ConsensusMember{Peers: peers},
 			KubernetesController: &commonpb.NodeRoles_KubernetesController{},
 		}
-		rec.Status.RunningCurator = &commonpb.NodeStatus_RunningCurator{Port: CuratorPort}
+		rec.Status.RunningCurator = &commonpb.NodeStatus_RunningCurator{Port: curator.DefaultPort}
 	} else {
 		rec.Roles = &commonpb.NodeRoles{KubernetesWorker: &commonpb.NodeRoles_KubernetesWorker{}}
 	}

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,9 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 )
@@ -21,16 +18,11 @@ import (
 const (
 	// DefaultNodes is the fleet size when Config.Nodes is not positive.
 	DefaultNodes = 10
-	// DefaultPrefix is where records go when Config.Prefix is empty.
-	DefaultPrefix = "/nodes/"
 	// MaxTxnOps bounds the puts Populate sends in one transaction, well
 	// below etcd's default --max-txn-ops of 128.
 	MaxTxnOps = 64
 	// StepInterval is how far the simulated clock advances per change.
 	StepInterval = time.Second
-	// CuratorPort is the port control-plane nodes report in
-	// status.running_curator.
-	CuratorPort = 7835
 
 	// epochUnix is Epoch in Unix seconds: 2026-01-01T00:00:00Z.
 	epochUnix = 1767225600
@@ -82,7 +74,7 @@ type Config struct {
 	// Seed selects the simulation: the same seed, the same writes.
 	Seed int64
 	// Prefix is prepended to node ids to make etcd keys; empty means
-	// DefaultPrefix.
+	// curator.DefaultPrefix.
 	Prefix string
 	// Format is how records are encoded; the zero value is JSON.
 	Format Format
@@ -119,7 +111,7 @@ func New(cfg Config) *Sim {
 		cfg.Nodes = DefaultNodes
 	}
 	if cfg.Prefix == "" {
-		cfg.Prefix = DefaultPrefix
+		cfg.Prefix = curator.DefaultPrefix
 	}
 	pcg := rand.NewPCG(uint64(cfg.Seed), pcgStream)
 	return &Sim{cfg: cfg, pcg: pcg, rng: rand.New(pcg), changes: map[Kind]int64{}}
@@ -272,23 +264,9 @@ func (s *Sim) RunSteps(ctx context.Context, kv clientv3.KV, rate float64, durati
 func (s *Sim) encode(rec *apipb.Node) ([]byte, error) {
 	switch s.cfg.Format {
 	case JSON:
-		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(rec)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", rec.Id, err)
-		}
-		// protojson varies its whitespace from build to build on purpose;
-		// compacting keeps records identical across builds.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, b); err != nil {
-			return nil, fmt.Errorf("encode %s: %w", rec.Id, err)
-		}
-		return buf.Bytes(), nil
+		return curator.EncodeRecord(rec)
 	case Binary:
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(rec)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", rec.Id, err)
-		}
-		return b, nil
+		return curator.EncodeRecordBinary(rec)
 	}
 	return nil, fmt.Errorf("encode %s: unknown record format %v", rec.Id, s.cfg.Format)
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
@@ -228,7 +229,7 @@ func checkRecord(t *testing.T, f sim.Format, id, value string, now time.Time) {
 	}
 	control := roles.GetConsensusMember() != nil
 	switch {
-	case control && (roles.GetKubernetesController() == nil || roles.GetKubernetesWorker() != nil || st.GetRunningCurator().GetPort() != sim.CuratorPort):
+	case control && (roles.GetKubernetesController() == nil || roles.GetKubernetesWorker() != nil || st.GetRunningCurator().GetPort() != curator.DefaultPort):
 		t.Errorf("%s: control-plane node with roles %v, status %v", id, roles, st)
 	case !control && (roles.GetKubernetesWorker() == nil || roles.GetKubernetesController() != nil || st.GetRunningCurator() != nil):
 		t.Errorf("%s: worker with roles %v, status %v", id, roles, st)

@@ -1,4 +1,4 @@
-package curator
+package curatortest
 
 import (
 	"google.golang.org/grpc"
@@ -10,8 +10,8 @@ import (
 
 // NonLeader answers as a Metropolis node that is not the Curator leader
 // does: Watch is codes.Unimplemented, and CuratorLocal.GetCurrentLeader
-// names the leader. Clients such as Client follow it to the leader. It is
-// for deployments that put a fixed address in front of a leader elsewhere.
+// names the leader. Tests use it to check that clients follow it to the
+// leader.
 //
 // Its methods are called by gRPC and are safe for concurrent use; the
 // fields must not change while it serves.

@@ -1,4 +1,4 @@
-package curator
+package client
 
 import (
 	"context"
@@ -14,7 +14,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -22,7 +26,7 @@ import (
 // obj returns n as the client hands it over.
 func obj(t *testing.T, n *apipb.Node) map[string]any {
 	t.Helper()
-	o, err := Object(n)
+	o, err := curator.Object(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +64,10 @@ func apply(t *testing.T, f *nodeset.Follower, b nodeset.Batch) []nodeset.Event {
 }
 
 // testClient returns a Client for addrs with test-sized timings.
-func testClient(lg *logs, addrs ...string) *Client {
+func testClient(lg *curatortest.Logs, addrs ...string) *Client {
 	return &Client{
 		Endpoints:   addrs,
-		Logf:        lg.logf,
+		Logf:        lg.Logf,
 		DialTimeout: 2 * time.Second,
 		MaxBackoff:  200 * time.Millisecond,
 		// Long enough for a restarted server to list etcd on a loaded
@@ -100,20 +104,20 @@ func silentAddr(t *testing.T) string {
 // event one change batch, tombstones deletes.
 func TestClientNodes(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	n1, n2, n3 := node("n1", up, "a"), node("n2", fresh, ""), node("n3", up, "c")
-	st.put(n2, n1)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	n1, n2, n3 := curatortest.Node("n1", up, "a"), curatortest.Node("n2", fresh, ""), curatortest.Node("n3", up, "c")
+	st.Put(n2, n1)
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	r := startClient(t, testClient(lg, g.addr))
+	r := startClient(t, testClient(lg, g.Addr))
 	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1), upsert(t, n2)), r.next())
 
-	st.put(n3)
+	st.Put(n3)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n3)), r.next())
-	n2 = node("n2", up, "b")
-	st.put(n2)
+	n2 = curatortest.Node("n2", up, "b")
+	st.Put(n2)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n2)), r.next())
-	st.del("n1") // an event with a tombstone only
+	st.Del("n1") // an event with a tombstone only
 	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
@@ -122,25 +126,18 @@ func TestClientNodes(t *testing.T) {
 // it is one batch.
 func TestClientBacklogInSeveralEvents(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
+	st := curatortest.NewStore(t)
 	var want []nodeset.Change
+	// 300 KB a node: the 10 nodes take two events of at most 2 MiB.
+	pad := strings.Repeat("x", 300<<10)
 	for i := range 10 {
-		n := node("n"+strconv.Itoa(i), up, "192.0.2."+strconv.Itoa(i))
-		st.put(n)
+		n := curatortest.Node("n"+strconv.Itoa(i), up, "192.0.2."+strconv.Itoa(i))
+		n.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "pad", Value: pad}}}
+		st.Put(n)
 		want = append(want, upsert(t, n))
 	}
-	s := NewServer(ServerConfig{Etcd: st.etcd})
-	s.eventLimit = 100 // about two nodes per event
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	g := serveGRPC(t, "", s)
-	defer g.stop()
-	r := startClient(t, testClient(newLogs(t), g.addr))
+	_, g := serveStore(t, st, curatortest.NewLogs(t))
+	r := startClient(t, testClient(curatortest.NewLogs(t), g.Addr))
 	diffBatch(t, batch(nodeset.CauseInitial, want...), r.next())
 	r.none()
 }
@@ -150,24 +147,24 @@ func TestClientBacklogInSeveralEvents(t *testing.T) {
 // into exactly the differences.
 func TestClientReconnectResync(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	a, b, c := node("a", up, "1"), node("b", up, "2"), node("c", fresh, "")
-	st.put(a, b, c)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	a, b, c := curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", fresh, "")
+	st.Put(a, b, c)
+	lg := curatortest.NewLogs(t)
 	_, g1 := serveStore(t, st, lg)
-	r := startClient(t, testClient(lg, g1.addr))
+	r := startClient(t, testClient(lg, g1.Addr))
 	f := nodeset.NewFollower(nil, nil)
 	if evs := apply(t, f, r.next()); len(evs) != 4 {
 		t.Fatalf("initial events %+v, want 3 new and batch_done", evs)
 	}
 
-	g1.stop()
-	lg.waitFor(g1.addr, "reconnecting")
-	st.del("b")
-	c2, d := node("c", up, "3"), node("d", up, "4")
-	st.put(c2, d)
+	g1.Stop()
+	lg.WaitFor(g1.Addr, "reconnecting")
+	st.Del("b")
+	c2, d := curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")
+	st.Put(c2, d)
 	// A new server (which lists etcd afresh) on the same address.
-	serveGRPC(t, g1.addr, startServer(t, ServerConfig{Etcd: st.etcd, Logf: lg.logf}))
+	curatortest.ServeGRPC(t, g1.Addr, startServer(t, server.ServerConfig{Etcd: st.Etcd, Logf: lg.Logf}))
 
 	got := r.next()
 	if got.Cause != nodeset.CauseResync {
@@ -189,33 +186,28 @@ func TestClientReconnectResync(t *testing.T) {
 // one in use goes down, the client moves to the next.
 func TestClientEndpoints(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	n1 := node("n1", up, "a")
-	st.put(n1)
-	lg := newLogs(t)
-	sA, gA := serveStore(t, st, lg)
-	sB, gB := serveStore(t, st, lg)
+	st := curatortest.NewStore(t)
+	n1 := curatortest.Node("n1", up, "a")
+	st.Put(n1)
+	lg := curatortest.NewLogs(t)
+	_, gA := serveStore(t, st, lg)
+	_, gB := serveStore(t, st, lg)
 
 	t.Run("endpoint in use goes down", func(t *testing.T) {
-		r := startClient(t, testClient(lg, gA.addr, gB.addr))
+		r := startClient(t, testClient(lg, gA.Addr, gB.Addr))
 		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
-		if got := sA.subscribers(); got != 1 {
-			t.Fatalf("first server has %d subscribers, want 1", got)
-		}
-		gA.stop()
+		gA.Stop()
+		lg.WaitFor("curator "+gA.Addr+":", "reconnecting to "+gB.Addr)
 		diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1)), r.next())
-		if got := sB.subscribers(); got != 1 {
-			t.Errorf("second server has %d subscribers, want 1", got)
-		}
 	})
 
 	t.Run("first endpoint refuses connections", func(t *testing.T) {
-		r := startClient(t, testClient(lg, deadAddr(t), gB.addr))
+		r := startClient(t, testClient(lg, deadAddr(t), gB.Addr))
 		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
 	})
 
 	t.Run("first endpoint does not answer", func(t *testing.T) {
-		r := startClient(t, testClient(lg, silentAddr(t), gB.addr))
+		r := startClient(t, testClient(lg, silentAddr(t), gB.Addr))
 		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
 	})
 }
@@ -224,21 +216,21 @@ func TestClientEndpoints(t *testing.T) {
 // the leader; the client watches there.
 func TestClientFollowsLeader(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	n1 := node("n1", up, "a")
-	st.put(n1)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	n1 := curatortest.Node("n1", up, "a")
+	st.Put(n1)
+	lg := curatortest.NewLogs(t)
 	_, leader := serveStore(t, st, lg)
-	host, port, err := net.SplitHostPort(leader.addr)
+	host, port, err := net.SplitHostPort(leader.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, _ := strconv.Atoi(port)
-	other := serveGRPC(t, "", &NonLeader{NodeID: "metropolis-2", LeaderNodeID: "metropolis-1", LeaderHost: host, LeaderPort: p})
+	other := curatortest.ServeGRPC(t, "", &curatortest.NonLeader{NodeID: "metropolis-2", LeaderNodeID: "metropolis-1", LeaderHost: host, LeaderPort: p})
 
-	r := startClient(t, testClient(lg, other.addr))
+	r := startClient(t, testClient(lg, other.Addr))
 	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
-	lg.waitFor(other.addr, "not the leader", leader.addr)
+	lg.WaitFor(other.Addr, "not the leader", leader.Addr)
 }
 
 // TestClientUnavailable: without a connection within DialTimeout, Run
@@ -257,7 +249,7 @@ func TestClientUnavailable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := testClient(newLogs(t), tt.endpoints(t)...)
+			c := testClient(curatortest.NewLogs(t), tt.endpoints(t)...)
 			c.DialTimeout = dialTimeout
 			start := time.Now()
 			err := c.Run(context.Background(), handoff.New(0))
@@ -282,10 +274,10 @@ func TestClientUnavailable(t *testing.T) {
 // its status, at once.
 func TestClientRefused(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.addr)
+	c := testClient(lg, g.Addr)
 	c.NodeID = "a/b"
 	err := startClient(t, c).wait()
 	if status.Code(err) != codes.InvalidArgument || errors.Is(err, ErrUnavailable) {
@@ -297,10 +289,10 @@ func TestClientRefused(t *testing.T) {
 // TestClientRunEndsWithContext: Run returns ctx.Err(), connected or not.
 func TestClientRunEndsWithContext(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	for _, ep := range []string{g.addr, silentAddr(t)} {
+	for _, ep := range []string{g.Addr, silentAddr(t)} {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- testClient(lg, ep).Run(ctx, handoff.New(0)) }()
@@ -320,24 +312,24 @@ func TestClientRunEndsWithContext(t *testing.T) {
 // then its states, then its deletion.
 func TestClientNode(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("other", up, "x"))
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("other", up, "x"))
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.addr)
+	c := testClient(lg, g.Addr)
 	c.NodeID = "n1"
 	r := startClient(t, c)
 	diffBatch(t, batch(nodeset.CauseInitial), r.next())
 
-	n1 := node("n1", fresh, "")
-	st.put(n1)
+	n1 := curatortest.Node("n1", fresh, "")
+	st.Put(n1)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
-	n1 = node("n1", up, "a")
-	st.put(n1)
+	n1 = curatortest.Node("n1", up, "a")
+	st.Put(n1)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
-	st.put(node("other", fresh, "x"))
+	st.Put(curatortest.Node("other", fresh, "x"))
 	r.none()
-	st.del("n1")
+	st.Del("n1")
 	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
@@ -347,28 +339,28 @@ func TestClientNode(t *testing.T) {
 // the follower prints the update and the deletion.
 func TestClientNodeResync(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	n1 := node("n1", fresh, "")
-	st.put(n1)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	n1 := curatortest.Node("n1", fresh, "")
+	st.Put(n1)
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.addr)
+	c := testClient(lg, g.Addr)
 	c.NodeID = "n1"
 	r := startClient(t, c)
 	f := nodeset.NewFollower(nil, nil)
 	// restart stands in a new server (which lists etcd afresh) on the
 	// same address.
-	restart := func() *grpcServer {
-		return serveGRPC(t, g.addr, startServer(t, ServerConfig{Etcd: st.etcd, Logf: lg.logf}))
+	restart := func() *curatortest.GRPCServer {
+		return curatortest.ServeGRPC(t, g.Addr, startServer(t, server.ServerConfig{Etcd: st.Etcd, Logf: lg.Logf}))
 	}
 	b := r.next()
 	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), b)
 	apply(t, f, b)
 
-	g.stop()
-	lg.waitFor(g.addr, "reconnecting")
-	n1b := node("n1", up, "a")
-	st.put(n1b)
+	g.Stop()
+	lg.WaitFor(g.Addr, "reconnecting")
+	n1b := curatortest.Node("n1", up, "a")
+	st.Put(n1b)
 	g = restart()
 	b = r.next()
 	diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1b)), b)
@@ -380,8 +372,8 @@ func TestClientNodeResync(t *testing.T) {
 		t.Errorf("events after the first reconnect (-want +got):\n%s", diff)
 	}
 
-	g.stop()
-	st.del("n1")
+	g.Stop()
+	st.Del("n1")
 	restart()
 	b = r.next()
 	diffBatch(t, batch(nodeset.CauseResync), b)

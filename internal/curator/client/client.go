@@ -1,4 +1,10 @@
-package curator
+// Package client is the source behind `nodewatch nodes` and `nodewatch node
+// ID`: it turns a Curator Watch stream into nodeset batches, and owns
+// everything the wire leaves to the client: following a non-leader to the
+// leader, reconnecting with capped backoff, moving across endpoints, and
+// handing over the full state again after a reconnect so that the follower
+// prints only what changed meanwhile.
+package client
 
 import (
 	"context"
@@ -20,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -32,7 +39,7 @@ const (
 )
 
 // maxRecvSize lets a client read a backlog event holding one node larger
-// than MaxEventSize (the Curator only splits between nodes), and more.
+// than curator.MaxEventSize (the Curator only splits between nodes), and more.
 const maxRecvSize = 64 << 20
 
 // ErrUnavailable is returned (wrapped, naming the endpoints and the last
@@ -92,7 +99,7 @@ type Client struct {
 	// Credentials secure the connections, to the endpoints and to the
 	// leaders they name; nil means plaintext (insecure.NewCredentials).
 	// For a Metropolis cluster they verify the chain against the cluster
-	// CA without a host-name check (SPEC §6); that is the caller's to
+	// CA without a host-name check (curator.ClientTLS); that is the caller's to
 	// build.
 	Credentials credentials.TransportCredentials
 	// DialOptions are added to every connection's options.
@@ -496,7 +503,7 @@ func (r *clientRun) changes(ev *apipb.WatchEvent, only string) []nodeset.Change 
 			r.c.logf("skipping node %q: watching %q", id, only)
 			continue
 		}
-		obj, err := Object(n)
+		obj, err := curator.Object(n)
 		if err != nil {
 			r.c.logf("skipping node %q: %v", id, err)
 			continue

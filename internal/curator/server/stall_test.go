@@ -1,4 +1,4 @@
-package curator
+package server
 
 import (
 	"context"
@@ -14,14 +14,16 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 )
 
 // fatNode returns a node whose record is about 2 KiB, so that a few dozen
 // events fill a client's HTTP/2 window.
 func fatNode(id string, gen int) *apipb.Node {
-	n := node(id, commonpb.NodeState_NODE_STATE_UP, fmt.Sprintf("10.%d.%d.%d", gen/65536%256, gen/256%256, gen%256))
+	n := curatortest.Node(id, commonpb.NodeState_NODE_STATE_UP, fmt.Sprintf("10.%d.%d.%d", gen/65536%256, gen/256%256, gen%256))
 	n.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "pad", Value: strings.Repeat("x", 2000)}}}
 	return n
 }
@@ -70,7 +72,7 @@ func head(ids []string) []string { return ids[:min(len(ids), 5)] }
 // etcd, each in its latest state.
 func TestServerStalledClient(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
+	st := curatortest.NewStore(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	want := view{}
 	var ids []string
@@ -80,19 +82,19 @@ func TestServerStalledClient(t *testing.T) {
 		want[id] = fatNode(id, 0)
 	}
 	txn(t, st, want, nil)
-	s := startServer(t, ServerConfig{Etcd: st.etcd})
-	g := serveGRPC(t, "", s)
+	s := startServer(t, ServerConfig{Etcd: st.Etcd})
+	g := curatortest.ServeGRPC(t, "", s)
 
-	conn, err := grpc.NewClient(g.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(g.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	stalled := watch(t, conn, nodesReq())
+	stalled := curatortest.Watch(t, conn, curatortest.NodesReq())
 	got := view{}
 	for {
-		ev := stalled.next()
+		ev := stalled.Next()
 		got.apply(ev)
 		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
 			break
@@ -102,7 +104,7 @@ func TestServerStalledClient(t *testing.T) {
 		t.Fatalf("backlog: %s", d)
 	}
 	// A reader that keeps up tells when serve has applied every change.
-	eager := follow(t, dial(t, g.addr))
+	eager := follow(t, curatortest.Dial(t, g.Addr))
 
 	// The stalled client no longer reads. 50 backlog nodes are deleted,
 	// the others updated about 2,000 times, 100 nodes come and 40 of
@@ -157,12 +159,12 @@ func TestServerStalledClient(t *testing.T) {
 
 	// Read on: the stalled client must catch up with etcd exactly.
 	stalledEvents := 0
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(curatortest.Timeout)
 	for got.diff(want) != "" {
 		select {
-		case ev, ok := <-stalled.events:
+		case ev, ok := <-stalled.Events:
 			if !ok {
-				t.Fatalf("stream ended: %v", stalled.err)
+				t.Fatalf("stream ended: %v", stalled.Err)
 			}
 			got.apply(ev)
 			stalledEvents++
@@ -174,7 +176,7 @@ func TestServerStalledClient(t *testing.T) {
 		t.Fatalf("the stalled client got %d events, the eager one %d: it never fell behind, so the test proves nothing", stalledEvents, eagerEvents)
 	}
 	t.Logf("stalled client: %d events, eager client: %d", stalledEvents, eagerEvents)
-	stalled.none()
+	stalled.None()
 }
 
 // orderPerID reorders writes so that each id's writes keep the order they
@@ -197,23 +199,23 @@ func orderPerID(writes []func() (string, *apipb.Node)) []func() (string, *apipb.
 
 // txn writes nodes and deletes ids in etcd transactions of at most 100
 // operations.
-func txn(t *testing.T, st *store, nodes view, deletes []string) {
+func txn(t *testing.T, st *curatortest.Store, nodes view, deletes []string) {
 	t.Helper()
 	var ops []clientv3.Op
 	for id, n := range nodes {
-		b, err := EncodeRecord(n)
+		b, err := curator.EncodeRecord(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops = append(ops, clientv3.OpPut(st.prefix+id, string(b)))
+		ops = append(ops, clientv3.OpPut(st.Prefix+id, string(b)))
 	}
 	for _, id := range deletes {
-		ops = append(ops, clientv3.OpDelete(st.prefix+id))
+		ops = append(ops, clientv3.OpDelete(st.Prefix+id))
 	}
 	for len(ops) > 0 {
 		n := min(len(ops), 100) // etcd's default max-txn-ops is 128
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		_, err := st.etcd.Txn(ctx).Then(ops[:n]...).Commit()
+		ctx, cancel := context.WithTimeout(context.Background(), curatortest.Timeout)
+		_, err := st.Etcd.Txn(ctx).Then(ops[:n]...).Commit()
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -236,7 +238,7 @@ type eagerView struct {
 func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := apipb.NewCuratorClient(conn).Watch(ctx, nodesReq())
+	w, err := apipb.NewCuratorClient(conn).Watch(ctx, curatortest.NodesReq())
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -275,7 +277,7 @@ func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 // after the backlog it took.
 func (e *eagerView) waitFor(want view) int {
 	e.t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(curatortest.Timeout)
 	for {
 		e.mu.Lock()
 		d, n := e.v.diff(want), e.events
@@ -286,7 +288,7 @@ func (e *eagerView) waitFor(want view) int {
 		select {
 		case <-e.changed:
 		case <-deadline:
-			e.t.Fatalf("the eager reader did not catch up within %v: %s", timeout, d)
+			e.t.Fatalf("the eager reader did not catch up within %v: %s", curatortest.Timeout, d)
 		}
 	}
 }

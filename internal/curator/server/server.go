@@ -1,4 +1,10 @@
-package curator
+// Package server is `nodewatch serve`: a Curator-compatible Watch server
+// over node records kept in etcd. However many streams it serves, it reads
+// etcd through one list-then-watch (internal/etcdkv), keeps the current
+// nodes in memory and hands each stream its own handoff.Queue, so a slow
+// client never holds up etcd, the server or the other clients, never loses
+// a deletion, and costs memory bounded by the number of nodes.
+package server
 
 import (
 	"context"
@@ -19,22 +25,11 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
-)
-
-const (
-	// DefaultPrefix is the etcd prefix of node records unless configured
-	// otherwise; a record's key is the prefix followed by the node id.
-	DefaultPrefix = "/nodes/"
-	// DefaultPort is the Curator's default port.
-	DefaultPort = 7835
-	// MaxEventSize bounds the encoded size (proto.Size) of one backlog
-	// WatchEvent, as the Curator does; only a single node larger than
-	// this makes a larger event.
-	MaxEventSize = 2 << 20
 )
 
 // ServerConfig configures a Server.
@@ -43,7 +38,7 @@ type ServerConfig struct {
 	// has returned; the caller closes it.
 	Etcd *clientv3.Client
 	// Prefix is the etcd prefix under which node records live, key =
-	// Prefix + node id; "" means DefaultPrefix.
+	// Prefix + node id; "" means curator.DefaultPrefix.
 	Prefix string
 	// NodeID, Host and Port name this server in GetCurrentLeader
 	// responses, which always call it the leader: all state lives in
@@ -64,7 +59,7 @@ type ServerConfig struct {
 
 // Server serves the Curator Watch RPC (apipb.CuratorServer) and
 // CuratorLocal.GetCurrentLeader (apipb.CuratorLocalServer) over node
-// records kept in etcd, with the behaviour of SPEC §6.
+// records kept in etcd, as docs/reference.md describes the wire.
 //
 // One Run feeds all streams from a single etcd list-then-watch. It keeps
 // the current nodes in memory (decoded, by id); a resync after an etcd
@@ -98,7 +93,7 @@ type Server struct {
 	nodes   *nodeset.Follower
 	subs    map[*subscriber]struct{}
 
-	// eventLimit, if set, replaces MaxEventSize (a test hook).
+	// eventLimit, if set, replaces curator.MaxEventSize (a test hook).
 	eventLimit int
 }
 
@@ -120,7 +115,7 @@ var errStopped = errors.New("curator server stopped")
 func NewServer(cfg ServerConfig) *Server {
 	prefix := cfg.Prefix
 	if prefix == "" {
-		prefix = DefaultPrefix
+		prefix = curator.DefaultPrefix
 	}
 	equal := func(_ string, a, b any) (bool, error) {
 		return proto.Equal(a.(*apipb.Node), b.(*apipb.Node)), nil
@@ -175,7 +170,7 @@ func (s *Server) run(ctx context.Context) error {
 			if strings.Contains(id, "/") {
 				return nil, fmt.Errorf("not a node record: id %q contains '/'", id)
 			}
-			return DecodeRecord(id, kv.Value)
+			return curator.DecodeRecord(id, kv.Value)
 		},
 		Logf:       s.logf,
 		MaxBackoff: s.cfg.MaxBackoff,
@@ -299,8 +294,8 @@ func (s *Server) subscribers() int {
 	return len(s.subs)
 }
 
-// Watch serves one Watch stream (SPEC §6). nodes_in_cluster: the current
-// nodes in id order, in events of at most MaxEventSize, the last one
+// Watch serves one Watch stream. nodes_in_cluster: the current
+// nodes in id order, in events of at most curator.MaxEventSize, the last one
 // marked PROGRESS_LAST_BACKLOGGED (an empty event with the marker when
 // there are no nodes); then one event per change, holding one node or one
 // tombstone. node_in_cluster: nothing until the node exists, then its
@@ -390,7 +385,7 @@ func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []*
 		}
 		return srv.Send(&apipb.WatchEvent{Nodes: nodes})
 	}
-	limit := MaxEventSize
+	limit := curator.MaxEventSize
 	if s.eventLimit > 0 {
 		limit = s.eventLimit
 	}
@@ -461,4 +456,55 @@ func (s *Server) logf(format string, args ...any) {
 	if s.cfg.Logf != nil {
 		s.cfg.Logf(format, args...)
 	}
+}
+
+// stopGrace is how long Serve lets open RPCs finish once it stops.
+const stopGrace = 2 * time.Second
+
+// Serve runs s and serves it over gRPC on l (with opts) until ctx ends or
+// either fails; then it stops gRPC, gracefully for up to two seconds. It
+// blocks, and returns ctx.Err() when ctx ends, or the error s.Run or gRPC
+// failed with. It closes l.
+func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerOption) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gs := grpc.NewServer(opts...)
+	s.Register(gs)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errc <- s.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		if err := gs.Serve(l); err != nil {
+			errc <- fmt.Errorf("serve: %w", err)
+		}
+	}()
+
+	var err error
+	select {
+	case <-ctx.Done():
+		err = ctx.Err()
+	case err = <-errc:
+	}
+	cancel()
+	// Run has ended (or is ending) every Watch stream; let gRPC finish
+	// them, then close what is left.
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(stopGrace):
+		gs.Stop()
+		<-stopped
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package curator
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
@@ -36,8 +37,8 @@ func BenchmarkServerFanout100(b *testing.B) {
 	defer g.Stop()
 
 	n := &apipb.Node{Id: "metropolis-bench", State: commonpb.NodeState_NODE_STATE_UP, Status: &commonpb.NodeStatus{ExternalAddress: "10.0.0.1"}}
-	rec, _ := EncodeRecord(n)
-	if _, err := kv.Put(ctx, DefaultPrefix+n.Id, string(rec)); err != nil {
+	rec, _ := curator.EncodeRecord(n)
+	if _, err := kv.Put(ctx, curator.DefaultPrefix+n.Id, string(rec)); err != nil {
 		b.Fatal(err)
 	}
 	got := make(chan struct{}, streams)
@@ -66,8 +67,8 @@ func BenchmarkServerFanout100(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		n.Status.ExternalAddress = "10.0.1." + strconv.Itoa(i%250) // differs from the previous state
-		rec, _ := EncodeRecord(n)
-		if _, err := kv.Put(ctx, DefaultPrefix+n.Id, string(rec)); err != nil {
+		rec, _ := curator.EncodeRecord(n)
+		if _, err := kv.Put(ctx, curator.DefaultPrefix+n.Id, string(rec)); err != nil {
 			b.Fatal(err)
 		}
 		for j := 0; j < streams; j++ {

@@ -1,4 +1,4 @@
-package curator
+package server
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
 
@@ -44,12 +46,6 @@ func diffEvent(t *testing.T, want, got *apipb.WatchEvent) {
 }
 
 // serveStore starts a Server over st and a gRPC server for it, and
-// returns a connection to it.
-func serveStore(t *testing.T, st *store, lg *logs) (*Server, *grpcServer) {
-	t.Helper()
-	s := startServer(t, ServerConfig{Etcd: st.etcd, Prefix: st.prefix, Logf: lg.logf, MaxBackoff: 200 * time.Millisecond})
-	return s, serveGRPC(t, "", s)
-}
 
 func TestServerBacklog(t *testing.T) {
 	tests := []struct {
@@ -61,46 +57,46 @@ func TestServerBacklog(t *testing.T) {
 		want: nodesEvent(last),
 	}, {
 		name:  "nodes in id order, marked last",
-		nodes: []*apipb.Node{node("n2", up, "b"), node("n3", fresh, ""), node("n1", up, "a")},
-		want:  nodesEvent(last, node("n1", up, "a"), node("n2", up, "b"), node("n3", fresh, "")),
+		nodes: []*apipb.Node{curatortest.Node("n2", up, "b"), curatortest.Node("n3", fresh, ""), curatortest.Node("n1", up, "a")},
+		want:  nodesEvent(last, curatortest.Node("n1", up, "a"), curatortest.Node("n2", up, "b"), curatortest.Node("n3", fresh, "")),
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			st := newStore(t)
-			st.put(tt.nodes...)
-			etcdtest.Put(t, st.etcd, "/nodesX", "outside the prefix")
-			_, g := serveStore(t, st, newLogs(t))
-			w := watch(t, dial(t, g.addr), nodesReq())
-			diffEvent(t, tt.want, w.next())
-			w.none()
+			st := curatortest.NewStore(t)
+			st.Put(tt.nodes...)
+			etcdtest.Put(t, st.Etcd, "/nodesX", "outside the prefix")
+			_, g := serveStore(t, st, curatortest.NewLogs(t))
+			w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+			diffEvent(t, tt.want, w.Next())
+			w.None()
 		})
 	}
 }
 
-// TestServerBacklogSplit: a backlog over MaxEventSize arrives in several
+// TestServerBacklogSplit: a backlog over curator.MaxEventSize arrives in several
 // events, none over the limit, in id order, the last one marked.
 func TestServerBacklogSplit(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
+	st := curatortest.NewStore(t)
 	const n = 40
 	big := strings.Repeat("x", 120<<10) // 40 × 120 KiB ≈ 4.7 MiB
 	var want []*apipb.Node
 	for i := range n {
-		nd := node(fmt.Sprintf("n%02d", i), up, "a")
+		nd := curatortest.Node(fmt.Sprintf("n%02d", i), up, "a")
 		nd.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "big", Value: big}}}
 		want = append(want, nd)
 	}
-	st.put(want...)
-	_, g := serveStore(t, st, newLogs(t))
-	w := watch(t, dial(t, g.addr), nodesReq())
+	st.Put(want...)
+	_, g := serveStore(t, st, curatortest.NewLogs(t))
+	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
 	var got []*apipb.Node
 	events := 0
 	for {
-		ev := w.next()
+		ev := w.Next()
 		events++
-		if size := proto.Size(ev); size > MaxEventSize {
-			t.Errorf("event %d is %d bytes, over %d", events, size, MaxEventSize)
+		if size := proto.Size(ev); size > curator.MaxEventSize {
+			t.Errorf("event %d is %d bytes, over %d", events, size, curator.MaxEventSize)
 		}
 		got = append(got, ev.Nodes...)
 		if ev.Progress == last {
@@ -113,18 +109,18 @@ func TestServerBacklogSplit(t *testing.T) {
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("backlog (-want +got):\n%s", diff)
 	}
-	w.none()
+	w.None()
 }
 
 // TestServerBacklogOversizedNode: a node larger than the limit travels
 // alone; the others still respect it.
 func TestServerBacklogOversizedNode(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	nodes := []*apipb.Node{node("a", up, "1"), node("b", up, "2"), node("c", up, "3"), node("d", up, "4")}
+	st := curatortest.NewStore(t)
+	nodes := []*apipb.Node{curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")}
 	nodes[1].Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "big", Value: strings.Repeat("x", 500)}}}
-	st.put(nodes...)
-	s := NewServer(ServerConfig{Etcd: st.etcd})
+	st.Put(nodes...)
+	s := NewServer(ServerConfig{Etcd: st.Etcd})
 	s.eventLimit = 100 // fits two small nodes, not the big one
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -133,15 +129,15 @@ func TestServerBacklogOversizedNode(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	g := serveGRPC(t, "", s)
-	defer g.stop()
-	w := watch(t, dial(t, g.addr), nodesReq())
+	g := curatortest.ServeGRPC(t, "", s)
+	defer g.Stop()
+	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
 	for _, want := range []*apipb.WatchEvent{
 		nodesEvent(0, nodes[0]),
 		nodesEvent(0, nodes[1]),
 		nodesEvent(last, nodes[2], nodes[3]),
 	} {
-		diffEvent(t, want, w.next())
+		diffEvent(t, want, w.Next())
 	}
 }
 
@@ -149,69 +145,69 @@ func TestServerBacklogOversizedNode(t *testing.T) {
 // re-puts are none.
 func TestServerLive(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("n1", fresh, ""))
-	_, g := serveStore(t, st, newLogs(t))
-	w := watch(t, dial(t, g.addr), nodesReq())
-	diffEvent(t, nodesEvent(last, node("n1", fresh, "")), w.next())
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("n1", fresh, ""))
+	_, g := serveStore(t, st, curatortest.NewLogs(t))
+	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+	diffEvent(t, nodesEvent(last, curatortest.Node("n1", fresh, "")), w.Next())
 
-	st.put(node("n2", up, "b"))
-	diffEvent(t, nodesEvent(0, node("n2", up, "b")), w.next())
-	st.put(node("n1", up, "a"))
-	diffEvent(t, nodesEvent(0, node("n1", up, "a")), w.next())
-	st.put(node("n1", up, "a")) // same record again: not news
-	w.none()
-	st.del("n2")
-	diffEvent(t, tombstone("n2"), w.next())
-	st.del("n2") // already gone
-	w.none()
+	st.Put(curatortest.Node("n2", up, "b"))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n2", up, "b")), w.Next())
+	st.Put(curatortest.Node("n1", up, "a"))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n1", up, "a")), w.Next())
+	st.Put(curatortest.Node("n1", up, "a")) // same record again: not news
+	w.None()
+	st.Del("n2")
+	diffEvent(t, tombstone("n2"), w.Next())
+	st.Del("n2") // already gone
+	w.None()
 }
 
 // TestServerNodeInCluster: nothing while the node does not exist, then its
 // states, then a tombstone; other nodes never show.
 func TestServerNodeInCluster(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("n2", up, "b"))
-	_, g := serveStore(t, st, newLogs(t))
-	conn := dial(t, g.addr)
-	w := watch(t, conn, nodeReq("n1"))
-	w.none()
-	st.put(node("n3", up, "c"))
-	w.none()
-	st.put(node("n1", fresh, ""))
-	diffEvent(t, nodesEvent(0, node("n1", fresh, "")), w.next())
-	st.put(node("n1", up, "a"))
-	diffEvent(t, nodesEvent(0, node("n1", up, "a")), w.next())
-	st.del("n1")
-	diffEvent(t, tombstone("n1"), w.next())
-	st.del("n2")
-	w.none()
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("n2", up, "b"))
+	_, g := serveStore(t, st, curatortest.NewLogs(t))
+	conn := curatortest.Dial(t, g.Addr)
+	w := curatortest.Watch(t, conn, curatortest.NodeReq("n1"))
+	w.None()
+	st.Put(curatortest.Node("n3", up, "c"))
+	w.None()
+	st.Put(curatortest.Node("n1", fresh, ""))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n1", fresh, "")), w.Next())
+	st.Put(curatortest.Node("n1", up, "a"))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n1", up, "a")), w.Next())
+	st.Del("n1")
+	diffEvent(t, tombstone("n1"), w.Next())
+	st.Del("n2")
+	w.None()
 
 	// A stream for an existing node starts with its state.
-	w2 := watch(t, conn, nodeReq("n3"))
-	diffEvent(t, nodesEvent(0, node("n3", up, "c")), w2.next())
-	w2.none()
+	w2 := curatortest.Watch(t, conn, curatortest.NodeReq("n3"))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n3", up, "c")), w2.Next())
+	w2.None()
 }
 
 func TestServerWatchErrors(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	_, g := serveStore(t, st, newLogs(t))
-	conn := dial(t, g.addr)
+	st := curatortest.NewStore(t)
+	_, g := serveStore(t, st, curatortest.NewLogs(t))
+	conn := curatortest.Dial(t, g.Addr)
 	tests := []struct {
 		name string
 		req  *apipb.WatchRequest
 		want codes.Code
 	}{
-		{"empty node id", nodeReq(""), codes.InvalidArgument},
-		{"node id with a slash", nodeReq("a/b"), codes.InvalidArgument},
+		{"empty node id", curatortest.NodeReq(""), codes.InvalidArgument},
+		{"node id with a slash", curatortest.NodeReq("a/b"), codes.InvalidArgument},
 		{"node_in_cluster without its message", &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodeInCluster_{}}, codes.InvalidArgument},
 		{"kind unset", &apipb.WatchRequest{}, codes.Unimplemented},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := watch(t, conn, tt.req).end()
+			err := curatortest.Watch(t, conn, tt.req).End()
 			if got := status.Code(err); got != tt.want {
 				t.Errorf("Watch error %v, want code %v", err, tt.want)
 			}
@@ -223,24 +219,24 @@ func TestServerWatchErrors(t *testing.T) {
 // so do new ones.
 func TestServerStopped(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("n1", up, "a"))
-	s := NewServer(ServerConfig{Etcd: st.etcd})
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("n1", up, "a"))
+	s := NewServer(ServerConfig{Etcd: st.Etcd})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	g := serveGRPC(t, "", s)
-	conn := dial(t, g.addr)
-	w := watch(t, conn, nodesReq())
-	w.next()
+	g := curatortest.ServeGRPC(t, "", s)
+	conn := curatortest.Dial(t, g.Addr)
+	w := curatortest.Watch(t, conn, curatortest.NodesReq())
+	w.Next()
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
-	if err := w.end(); status.Code(err) != codes.Unavailable {
+	if err := w.End(); status.Code(err) != codes.Unavailable {
 		t.Errorf("open stream ended with %v, want Unavailable", err)
 	}
-	if err := watch(t, conn, nodeReq("n1")).end(); status.Code(err) != codes.Unavailable {
+	if err := curatortest.Watch(t, conn, curatortest.NodeReq("n1")).End(); status.Code(err) != codes.Unavailable {
 		t.Errorf("new stream ended with %v, want Unavailable", err)
 	}
 	if err := s.Run(context.Background()); err == nil {
@@ -252,23 +248,23 @@ func TestServerStopped(t *testing.T) {
 // skipped, in the backlog and live, and streams go on.
 func TestServerBadRecords(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("n1", up, "a"))
-	st.putRaw("garbage", "\xff not a record")
-	st.putRaw("wrong-id", `{"id":"someone-else"}`)
-	st.putRaw("nested/key", `{"id":"nested/key"}`)
-	lg := newLogs(t)
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("n1", up, "a"))
+	st.PutRaw("garbage", "\xff not a record")
+	st.PutRaw("wrong-id", `{"id":"someone-else"}`)
+	st.PutRaw("nested/key", `{"id":"nested/key"}`)
+	lg := curatortest.NewLogs(t)
 	_, g := serveStore(t, st, lg)
-	w := watch(t, dial(t, g.addr), nodesReq())
-	diffEvent(t, nodesEvent(last, node("n1", up, "a")), w.next())
-	lg.waitFor(`"/nodes/garbage"`)
-	lg.waitFor(`"/nodes/wrong-id"`, "someone-else")
-	lg.waitFor(`"/nodes/nested/key"`)
+	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+	diffEvent(t, nodesEvent(last, curatortest.Node("n1", up, "a")), w.Next())
+	lg.WaitFor(`"/nodes/garbage"`)
+	lg.WaitFor(`"/nodes/wrong-id"`, "someone-else")
+	lg.WaitFor(`"/nodes/nested/key"`)
 
-	st.putRaw("n1", "{broken")
-	lg.waitFor(`"/nodes/n1"`, "skipping")
-	st.put(node("n2", up, "b"))
-	diffEvent(t, nodesEvent(0, node("n2", up, "b")), w.next())
+	st.PutRaw("n1", "{broken")
+	lg.WaitFor(`"/nodes/n1"`, "skipping")
+	st.Put(curatortest.Node("n2", up, "b"))
+	diffEvent(t, nodesEvent(0, curatortest.Node("n2", up, "b")), w.Next())
 }
 
 // countingWatcher counts the etcd watches opened through it; they are
@@ -286,21 +282,21 @@ func (w *countingWatcher) Watch(ctx context.Context, key string, opts ...clientv
 // TestServerSharedWatch: any number of streams share one etcd watch.
 func TestServerSharedWatch(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("n1", up, "a"))
-	ec := etcdtest.Client(t, st.url)
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("n1", up, "a"))
+	ec := etcdtest.Client(t, st.URL)
 	cw := &countingWatcher{Watcher: ec.Watcher}
 	ec.Watcher = cw
 	s := startServer(t, ServerConfig{Etcd: ec})
-	g := serveGRPC(t, "", s)
-	w1 := watch(t, dial(t, g.addr), nodesReq())
-	w2 := watch(t, dial(t, g.addr), nodesReq())
-	w3 := watch(t, dial(t, g.addr), nodeReq("n2"))
-	diffEvent(t, nodesEvent(last, node("n1", up, "a")), w1.next())
-	diffEvent(t, nodesEvent(last, node("n1", up, "a")), w2.next())
-	st.put(node("n2", up, "b"))
-	for _, w := range []*stream{w1, w2, w3} {
-		diffEvent(t, nodesEvent(0, node("n2", up, "b")), w.next())
+	g := curatortest.ServeGRPC(t, "", s)
+	w1 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+	w2 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+	w3 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodeReq("n2"))
+	diffEvent(t, nodesEvent(last, curatortest.Node("n1", up, "a")), w1.Next())
+	diffEvent(t, nodesEvent(last, curatortest.Node("n1", up, "a")), w2.Next())
+	st.Put(curatortest.Node("n2", up, "b"))
+	for _, w := range []*curatortest.Stream{w1, w2, w3} {
+		diffEvent(t, nodesEvent(0, curatortest.Node("n2", up, "b")), w.Next())
 	}
 	if got := s.subscribers(); got != 3 {
 		t.Errorf("server has %d subscribers, want 3", got)
@@ -314,39 +310,39 @@ func TestServerSharedWatch(t *testing.T) {
 // the server lists again and streams receive only what really changed.
 func TestServerEtcdResync(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	st.put(node("a", up, "1"), node("b", up, "2"), node("c", up, "3"))
-	proxy := etcdtest.NewProxy(t, st.url)
-	lg := newLogs(t)
-	s := startServer(t, ServerConfig{Etcd: etcdtest.Client(t, proxy.Endpoint), Logf: lg.logf, MaxBackoff: 200 * time.Millisecond})
-	g := serveGRPC(t, "", s)
-	w := watch(t, dial(t, g.addr), nodesReq())
-	diffEvent(t, nodesEvent(last, node("a", up, "1"), node("b", up, "2"), node("c", up, "3")), w.next())
+	st := curatortest.NewStore(t)
+	st.Put(curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3"))
+	proxy := etcdtest.NewProxy(t, st.URL)
+	lg := curatortest.NewLogs(t)
+	s := startServer(t, ServerConfig{Etcd: etcdtest.Client(t, proxy.Endpoint), Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	g := curatortest.ServeGRPC(t, "", s)
+	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
+	diffEvent(t, nodesEvent(last, curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3")), w.Next())
 
 	proxy.Cut()
-	st.put(node("a", up, "1")) // a new revision, the same node
-	st.del("b")
-	st.put(node("c", fresh, "3"))
-	st.put(node("d", up, "4"))
-	rev := etcdtest.Put(t, st.etcd, "/other", "x")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	st.Put(curatortest.Node("a", up, "1")) // a new revision, the same node
+	st.Del("b")
+	st.Put(curatortest.Node("c", fresh, "3"))
+	st.Put(curatortest.Node("d", up, "4"))
+	rev := etcdtest.Put(t, st.Etcd, "/other", "x")
+	ctx, cancel := context.WithTimeout(context.Background(), curatortest.Timeout)
 	defer cancel()
-	if _, err := st.etcd.Compact(ctx, rev); err != nil {
+	if _, err := st.Etcd.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
 	proxy.Restore()
 
-	lg.waitFor("compacted")
-	diffEvent(t, tombstone("b"), w.next())
-	diffEvent(t, nodesEvent(0, node("c", fresh, "3")), w.next())
-	diffEvent(t, nodesEvent(0, node("d", up, "4")), w.next())
-	w.none()
+	lg.WaitFor("compacted")
+	diffEvent(t, tombstone("b"), w.Next())
+	diffEvent(t, nodesEvent(0, curatortest.Node("c", fresh, "3")), w.Next())
+	diffEvent(t, nodesEvent(0, curatortest.Node("d", up, "4")), w.Next())
+	w.None()
 }
 
 func TestServerGetCurrentLeader(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	s := startServer(t, ServerConfig{Etcd: st.etcd, NodeID: "metropolis-1", Host: "192.0.2.7", Port: 7835})
+	st := curatortest.NewStore(t)
+	s := startServer(t, ServerConfig{Etcd: st.Etcd, NodeID: "metropolis-1", Host: "192.0.2.7", Port: 7835})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l, got := askLeader(t, ctx, s)
@@ -363,7 +359,7 @@ func TestServerGetCurrentLeader(t *testing.T) {
 	select {
 	case err := <-ended:
 		t.Fatalf("GetCurrentLeader ended: %v", err)
-	case <-time.After(quiet):
+	case <-time.After(curatortest.Quiet):
 	}
 	cancel()
 	select {
@@ -371,7 +367,7 @@ func TestServerGetCurrentLeader(t *testing.T) {
 		if status.Code(err) != codes.Canceled {
 			t.Errorf("after cancel: %v, want Canceled", err)
 		}
-	case <-time.After(timeout):
+	case <-time.After(curatortest.Timeout):
 		t.Fatal("GetCurrentLeader did not end after cancel")
 	}
 }
@@ -381,8 +377,8 @@ func TestServerGetCurrentLeader(t *testing.T) {
 // at, which the client can use, not 0.0.0.0.
 func TestServerLeaderHostUnspecified(t *testing.T) {
 	t.Parallel()
-	st := newStore(t)
-	s := startServer(t, ServerConfig{Etcd: st.etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
+	st := curatortest.NewStore(t)
+	s := startServer(t, ServerConfig{Etcd: st.Etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
 	_, got := askLeader(t, context.Background(), s) // served on 127.0.0.1
 	if got.GetLeaderHost() != "127.0.0.1" {
 		t.Fatalf("leader_host %q, want 127.0.0.1 (where the client reached the server)", got.GetLeaderHost())
@@ -393,8 +389,8 @@ func TestServerLeaderHostUnspecified(t *testing.T) {
 // the open stream (ended with ctx) and its first response.
 func askLeader(t *testing.T, ctx context.Context, s *Server) (apipb.CuratorLocal_GetCurrentLeaderClient, *apipb.GetCurrentLeaderResponse) {
 	t.Helper()
-	g := serveGRPC(t, "", s)
-	l, err := apipb.NewCuratorLocalClient(dial(t, g.addr)).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
+	g := curatortest.ServeGRPC(t, "", s)
+	l, err := apipb.NewCuratorLocalClient(curatortest.Dial(t, g.Addr)).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,97 @@
+package client
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/curator/server"
+	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+const (
+	timeout = curatortest.Timeout
+	quiet   = curatortest.Quiet
+	up      = commonpb.NodeState_NODE_STATE_UP
+	fresh   = commonpb.NodeState_NODE_STATE_NEW
+)
+
+// startServer runs a Curator server for cfg until the test ends.
+func startServer(t *testing.T, cfg server.ServerConfig) *server.Server {
+	t.Helper()
+	s := server.NewServer(cfg)
+	curatortest.Start(t, s)
+	return s
+}
+
+// serveStore serves st's records over gRPC on loopback.
+func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*server.Server, *curatortest.GRPCServer) {
+	t.Helper()
+	s := startServer(t, server.ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	return s, curatortest.ServeGRPC(t, "", s)
+}
+
+// running is a Client running until the test ends.
+type running struct {
+	t    *testing.T
+	mb   *handoff.Queue
+	done chan struct{} // closed when Run has returned, after err is set
+	err  error
+}
+
+// startClient runs c until the test ends.
+func startClient(t *testing.T, c *Client) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{t: t, mb: handoff.New(0), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = c.Run(ctx, r.mb)
+		r.mb.Close(r.err)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// next returns the next batch, changes in id order.
+func (r *running) next() nodeset.Batch {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	b, err := r.mb.Next(ctx)
+	if err != nil {
+		r.t.Fatalf("no batch: %v", err)
+	}
+	slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
+	return b
+}
+
+// none makes sure no batch arrives for a while.
+func (r *running) none() {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), quiet)
+	defer cancel()
+	if b, err := r.mb.Next(ctx); err == nil {
+		r.t.Fatalf("unexpected batch %+v", b)
+	}
+}
+
+// wait waits for Run to return and returns its error.
+func (r *running) wait() error {
+	r.t.Helper()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		r.t.Fatalf("Run did not return within %v", timeout)
+	}
+	return nil
+}

@@ -1,0 +1,23 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+)
+
+// startServer runs a Server for cfg until the test ends.
+func startServer(t *testing.T, cfg ServerConfig) *Server {
+	t.Helper()
+	s := NewServer(cfg)
+	curatortest.Start(t, s)
+	return s
+}
+
+// serveStore serves st's records over gRPC on loopback.
+func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*Server, *curatortest.GRPCServer) {
+	t.Helper()
+	s := startServer(t, ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	return s, curatortest.ServeGRPC(t, "", s)
+}
