@@ -41,7 +41,7 @@ type Config struct {
 //
 // No answer in time is an error wrapping ErrUnavailable, naming the
 // endpoints and the last error; a refusal (bad credentials, permission
-// denied: see Refused) is a plain error; ctx ending returns ctx.Err().
+// denied: see refused) is a plain error; ctx ending returns ctx.Err().
 func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv3.Client, error) {
 	dial := cfg.DialTimeout
 	if dial <= 0 {
@@ -82,17 +82,17 @@ func connectError(ctx context.Context, endpoints []string, dial time.Duration, e
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case Refused(err):
+	case refused(err):
 		return fmt.Errorf("etcd at %s: %w", eps, err)
 	}
 	return fmt.Errorf("%w: no etcd reachable at %s within %v (last error: %v)", ErrUnavailable, eps, dial, err)
 }
 
-// Refused reports whether etcd refused a request in a way retrying cannot
+// refused reports whether etcd refused a request in a way retrying cannot
 // mend: the credentials are wrong, the user lacks the permission, the
 // request is malformed. It is the one classifier of etcd errors: what is
 // not refused is retried (by the Watcher) or "unavailable" (by Connect).
-func Refused(err error) bool {
+func refused(err error) bool {
 	code := status.Code(err)
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {

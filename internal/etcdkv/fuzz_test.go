@@ -14,7 +14,7 @@ func FuzzDecodeValueAuto(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := DecodeValue(b, ValueAuto)
+		v, err := decodeValue(b, ValueAuto)
 		if err != nil {
 			t.Fatalf("auto never fails, got %v", err)
 		}

@@ -48,7 +48,7 @@ func ParseValueMode(s string) (ValueMode, error) {
 // not valid UTF-8 come out as {"base64": "..."}, as values do under auto.
 // Numbers in JSON values are kept as json.Number, so none loses precision.
 func Object(kv *mvccpb.KeyValue, mode ValueMode) (map[string]any, error) {
-	v, err := DecodeValue(kv.Value, mode)
+	v, err := decodeValue(kv.Value, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +71,8 @@ func Bytes(b []byte) any {
 	return map[string]any{"base64": base64.StdEncoding.EncodeToString(b)}
 }
 
-// DecodeValue decodes a value's bytes as mode says.
-func DecodeValue(b []byte, mode ValueMode) (any, error) {
+// decodeValue decodes a value's bytes as mode says.
+func decodeValue(b []byte, mode ValueMode) (any, error) {
 	switch mode {
 	case ValueBase64:
 		return base64.StdEncoding.EncodeToString(b), nil

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestDecodeValue(t *testing.T) {
+func TestDecodeValueModes(t *testing.T) {
 	b64 := func(s string) any { return map[string]any{"base64": s} }
 	tests := []struct {
 		name    string
@@ -31,7 +31,7 @@ func TestDecodeValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeValue([]byte(tt.in), tt.mode)
+			got, err := decodeValue([]byte(tt.in), tt.mode)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}

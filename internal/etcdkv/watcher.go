@@ -86,7 +86,7 @@ func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
-		if Refused(err) {
+		if refused(err) {
 			return nil, 0, fmt.Errorf("list %q: %w", w.Key, err)
 		}
 		w.logf("list %q: %v (retrying)", w.Key, err)
@@ -152,7 +152,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, rev+1)
 			return nil
 		}
-		if Refused(err) {
+		if refused(err) {
 			return fmt.Errorf("watch %q: %w", w.Key, err)
 		}
 		if next > rev {

@@ -42,13 +42,3 @@ func (s *Set) Delete(id string) { s.tree.Delete(entry{id: id}) }
 func (s *Set) Ascend(fn func(id string, obj any) bool) {
 	s.tree.Ascend(func(e entry) bool { return fn(e.id, e.obj) })
 }
-
-// Objects returns every object in ascending id order.
-func (s *Set) Objects() []any {
-	out := make([]any, 0, s.tree.Len())
-	s.Ascend(func(_ string, obj any) bool {
-		out = append(out, obj)
-		return true
-	})
-	return out
-}

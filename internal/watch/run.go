@@ -46,12 +46,6 @@ type Source interface {
 	Run(ctx context.Context, out nodeset.Sink) error
 }
 
-// SourceFunc is a function that is a Source.
-type SourceFunc func(ctx context.Context, out nodeset.Sink) error
-
-// Run calls f.
-func (f SourceFunc) Run(ctx context.Context, out nodeset.Sink) error { return f(ctx, out) }
-
 // DefaultWriteGrace is how long a blocked write may still finish once a
 // run has to end, unless Options.WriteGrace says otherwise.
 const DefaultWriteGrace = time.Second
