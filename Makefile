@@ -21,7 +21,8 @@ lint:
 demo: build
 	bash scripts/demo.sh $(BIN)
 
-## bench: follower cost at 1k vs 100k ids, mailbox memory under a stalled reader, encoder and jq costs.
+## bench: follower cost at 1k vs 100k ids, hand-off memory under a stalled reader, encoder and jq costs,
+## serve fan-out, a 100k-key listing end to end.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
 
