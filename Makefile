@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test lint demo bench fuzz soak proto clean
+.PHONY: all build test test-under-load lint demo bench fuzz soak proto clean
 
 all: build
 
@@ -12,6 +12,11 @@ build:
 ## test: the whole suite, with the race detector (what CI runs).
 test:
 	$(GO) test -race -count=1 ./...
+
+## test-under-load: `make test` RUNS times (default 5) on a fresh clone while a second
+## `go test -race ./...` loops beside it (minutes).
+test-under-load:
+	bash scripts/test-under-load.sh
 
 lint:
 	$(GO) vet ./...
