@@ -58,12 +58,22 @@ var errInterrupted = errors.New("interrupted")
 // exitCode returns the exit code for err and whether err deserves a
 // message on stderr.
 func exitCode(err error) (code int, report bool) {
-	var coded interface{ ExitCode() int }
+	// Only nodewatch's own errors choose their code: gojq's errors carry
+	// an ExitCode too (error: 5, halt_error(N): N), which must not leak.
+	var (
+		usage   *usageError
+		unavail *unavailableError
+		goal    *goalTimeoutError
+	)
 	switch {
 	case err == nil:
 		return exitOK, false
-	case errors.As(err, &coded):
-		return coded.ExitCode(), true
+	case errors.As(err, &usage):
+		return usage.ExitCode(), true
+	case errors.As(err, &unavail):
+		return unavail.ExitCode(), true
+	case errors.As(err, &goal):
+		return goal.ExitCode(), true
 	case errors.Is(err, etcdkv.ErrUnavailable), errors.Is(err, client.ErrUnavailable):
 		return exitUnavailable, true
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):

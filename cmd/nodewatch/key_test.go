@@ -190,6 +190,14 @@ func TestKeyEvalErrorWarns(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "expected an object but got: string") {
 		t.Fatalf("--strict: exit %d, stderr:\n%s", code, stderr)
 	}
+	// jq's own error and halt_error carry exit codes of their own (5, N);
+	// under --strict they are runtime failures like any other: exit 1.
+	for _, expr := range []string{`error("boom")`, `halt_error(0)`, `halt_error(124)`} {
+		_, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/v/", "--filter", expr, "--strict")
+		if code != 1 {
+			t.Errorf("--strict --filter %s: exit %d, want 1; stderr:\n%s", expr, code, stderr)
+		}
+	}
 }
 
 func TestKeyUntil(t *testing.T) {

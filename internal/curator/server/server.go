@@ -108,7 +108,7 @@ type subscriber struct {
 	q  *handoff.Queue // *apipb.Node objects; closed when the server stops
 }
 
-// errStopped ends subscribers' mailboxes when Run returns.
+// errStopped ends subscribers' queues when Run returns.
 var errStopped = errors.New("curator server stopped")
 
 // NewServer returns a Server for cfg. Nothing happens until Run.
