@@ -66,6 +66,31 @@ func runSync(t *testing.T, args ...string) (string, string, int) {
 	return stdout.String(), stderr.String(), code
 }
 
+// growing calls try with a --timeout of one second, then three times
+// longer, up to timeout, until try says that nodewatch connected before
+// its --timeout passed. A --timeout covers connecting and listing too: on
+// a loaded machine a short one may pass before nodewatch has listed (it
+// exits 3 then, see notConnected), which says nothing about what the test
+// checks. The test fails if nodewatch never connects in time.
+func growing(t *testing.T, try func(d time.Duration) (connected bool)) {
+	t.Helper()
+	for d := time.Second; ; d = min(3*d, timeout) {
+		if try(d) {
+			return
+		}
+		if d == timeout {
+			t.Fatalf("nodewatch did not connect within --timeout %v", d)
+		}
+		t.Logf("nodewatch did not connect within --timeout %v on this machine; trying a longer one", d)
+	}
+}
+
+// notConnected reports whether a run ended because its --timeout passed
+// before it connected.
+func notConnected(code int, stderr string) bool {
+	return code == exitUnavailable && strings.Contains(stderr, "no connection to ") && strings.Contains(stderr, "within --timeout")
+}
+
 // next returns the next stdout line.
 func (p *proc) next(t *testing.T) string {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,16 +340,38 @@ func TestKeyClusterFailover(t *testing.T) {
 	}
 }
 
-// slowWriter is a reader that takes its time with every write.
-type slowWriter struct{ delay time.Duration }
+// stalledWriter is a reader that stops reading until a given moment:
+// every write waits for it. It records when the first write began.
+type stalledWriter struct {
+	until time.Time
+	mu    sync.Mutex // guards first
+	first time.Time
+}
 
-func (w slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(w.delay)
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if w.first.IsZero() {
+		w.first = time.Now()
+	}
+	w.mu.Unlock()
+	time.Sleep(time.Until(w.until))
 	return len(p), nil
+}
+
+func (w *stalledWriter) firstWrite() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first
 }
 
 // TestKeyCountMetBeforeTimeout: --count reached, its output still being
 // written when --timeout passes: the goal was met, exit 0, not 124.
+//
+// The first write is the flush of the lines that met the goal. If it
+// began before the --timeout could pass (measured from before run), the
+// goal was met first; the writer holds it until a little after the
+// --timeout (well within the grace a blocked write gets), so the timeout
+// passes while it is written.
 func TestKeyCountMetBeforeTimeout(t *testing.T) {
 	t.Parallel()
 	ep := etcdtest.Start(t)
@@ -356,12 +379,20 @@ func TestKeyCountMetBeforeTimeout(t *testing.T) {
 	for _, k := range []string{"/s/a", "/s/b", "/s/c"} {
 		etcdtest.Put(t, c, k, "1")
 	}
-	var stderr strings.Builder
-	code := run(context.Background(), []string{"key", "--etcd", ep, "--prefix", "/s/", "--count", "2", "--timeout", "300ms"},
-		strings.NewReader(""), slowWriter{delay: 500 * time.Millisecond}, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d, stderr %q; want 0: the count was met", code, stderr.String())
-	}
+	growing(t, func(d time.Duration) bool {
+		var stderr strings.Builder
+		start := time.Now()
+		w := &stalledWriter{until: start.Add(d + 300*time.Millisecond)}
+		code := run(context.Background(), []string{"key", "--etcd", ep, "--prefix", "/s/", "--count", "2", "--timeout", d.String()},
+			strings.NewReader(""), w, &stderr)
+		if first := w.firstWrite(); first.IsZero() || !first.Before(start.Add(d)) {
+			return false // listing took longer than the --timeout
+		}
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %q; want 0: the count was met", code, stderr.String())
+		}
+		return true
+	})
 }
 
 // TestKeyEveryKey: `key --prefix ""` follows every key, as the usage

@@ -116,7 +116,9 @@ func TestNodesBigBacklog(t *testing.T) {
 		}
 	}
 	addr, _ := serve(t, ep)
-	stdout, stderr, code := runSync(t, "nodes", "--curator", addr, "--once")
+	// Connected means the first event came, after serve listed 4 MB of
+	// records: that should happen, so the dial timeout is the test's.
+	stdout, stderr, code := runSync(t, "nodes", "--curator", addr, "--once", "--dial-timeout", timeout.String())
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -116,8 +116,12 @@ func EnableAuth(t testing.TB, c *clientv3.Client, rootPassword string) {
 }
 
 // Proxy forwards TCP connections from a loopback address to an etcd
-// client URL. Cut closes every connection and refuses new ones until
-// Restore, which is what a network partition looks like to a client.
+// client URL. Cut closes every connection, and connections made after it
+// are held, unanswered, until Restore forwards them: what a network
+// partition that drops packets looks like to a client. A client that
+// reconnects while cut gets through as soon as Restore is called, not at
+// its next attempt after a backoff that grew with the length of the cut
+// (which depends on how loaded the machine is).
 type Proxy struct {
 	// Endpoint is the URL clients should dial instead of the target.
 	Endpoint string
@@ -126,9 +130,10 @@ type Proxy struct {
 	l      net.Listener
 	wg     sync.WaitGroup // accept loop and connection pumps
 
-	mu    sync.Mutex // guards cut and conns
+	mu    sync.Mutex // guards cut, conns and held
 	cut   bool
 	conns map[net.Conn]struct{}
+	held  []net.Conn // accepted while cut, forwarded by Restore
 }
 
 // NewProxy starts a proxy in front of endpoint (http://host:port); it is
@@ -151,11 +156,12 @@ func NewProxy(t testing.TB, endpoint string) *Proxy {
 		l.Close()
 		p.Cut()
 		p.wg.Wait()
+		p.Cut() // what the accept loop held after the first
 	})
 	return p
 }
 
-// Cut closes all proxied connections and refuses new ones.
+// Cut closes all proxied connections, and those held, and holds new ones.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -163,13 +169,21 @@ func (p *Proxy) Cut() {
 	for c := range p.conns {
 		c.Close()
 	}
+	for _, c := range p.held {
+		c.Close()
+	}
+	p.held = nil
 }
 
-// Restore accepts connections again.
+// Restore forwards the connections held since Cut, and new ones.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	for _, c := range p.held {
+		p.forward(c)
+	}
+	p.held = nil
 }
 
 func (p *Proxy) accept() {
@@ -181,22 +195,25 @@ func (p *Proxy) accept() {
 		}
 		p.mu.Lock()
 		if p.cut {
-			p.mu.Unlock()
-			in.Close()
-			continue
+			p.held = append(p.held, in)
+		} else {
+			p.forward(in)
 		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			in.Close()
-			continue
-		}
-		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pump(in, out)
-		go p.pump(out, in)
 	}
+}
+
+// forward connects in to the target; p.mu must be held.
+func (p *Proxy) forward(in net.Conn) {
+	out, err := net.Dial("tcp", p.target)
+	if err != nil {
+		in.Close()
+		return
+	}
+	p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+	p.wg.Add(2)
+	go p.pump(in, out)
+	go p.pump(out, in)
 }
 
 func (p *Proxy) pump(dst, src net.Conn) {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"runtime"
 	"sort"
 	"testing"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
 
 	"github.com/google/go-cmp/cmp"
 )

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,9 +32,16 @@ type recorded struct {
 	batches []nodeset.Batch
 	err     error
 	puts    chan nodeset.Batch // if set, later batches come from here
+	// ended, if set, is closed when Run returns: when the run's context
+	// ends. While the run is blocked in a write, only its Timeout can end
+	// it, so tests learn from ended that the timeout has passed.
+	ended chan struct{}
 }
 
 func (s *recorded) Run(ctx context.Context, out nodeset.Sink) error {
+	if s.ended != nil {
+		defer close(s.ended)
+	}
 	for _, b := range s.batches {
 		out.Put(b)
 	}
@@ -121,6 +129,47 @@ func runFor(t *testing.T, ctx context.Context, src Source, w io.Writer, o Option
 	return Result{}, nil
 }
 
+// cancelWhen runs src with o into w, waits for ready, then cancels the
+// run's context (a signal); it fails the test if Run does not end within
+// timeout after that, e.g. because a blocked write kept it alive.
+func cancelWhen(t *testing.T, src Source, w io.Writer, o Options, ready func()) Result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(ctx, src, w, o)
+		done <- res
+	}()
+	ready()
+	cancel()
+	select {
+	case res := <-done:
+		return res
+	case <-time.After(timeout):
+		t.Fatalf("Run did not end within %v of its context's end", timeout)
+	}
+	return Result{}
+}
+
+// growing calls try with a Timeout of 50ms, then ten times longer, up to
+// timeout, until try says that the attempt counts. A run's Timeout starts
+// with Run: on a loaded machine a short one may pass before the run has
+// read its source's first batch, and an attempt where that happened says
+// nothing about what the test checks. The test fails if no attempt counts.
+func growing(t *testing.T, try func(d time.Duration) (counts bool)) {
+	t.Helper()
+	for d := 50 * time.Millisecond; ; d = min(10*d, timeout) {
+		if try(d) {
+			return
+		}
+		if d == timeout {
+			t.Fatalf("no attempt counted, the last one with a Timeout of %v", d)
+		}
+		t.Logf("a Timeout of %v passed too early on this machine; trying a longer one", d)
+	}
+}
+
 // TestGoals: each goal ends the run where it is met, with what was printed
 // up to there.
 func TestGoals(t *testing.T) {
@@ -193,14 +242,20 @@ func TestGoals(t *testing.T) {
 func TestStops(t *testing.T) {
 	boom := errors.New("boom")
 	t.Run("timeout with no goal", func(t *testing.T) {
-		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, &out, Options{Timeout: 50 * time.Millisecond})
-		if err != nil || res.Stop != TimedOut || res.Goal != "" || !res.Received {
-			t.Fatalf("Run = %+v, %v; want timed out, no goal, received", res, err)
-		}
-		if got := short(out.String()); len(got) != 2 {
-			t.Errorf("printed %q, want the initial state", got)
-		}
+		growing(t, func(d time.Duration) bool {
+			var out bytes.Buffer
+			res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, &out, Options{Timeout: d})
+			if err != nil || res.Stop != TimedOut || res.Goal != "" {
+				t.Fatalf("Run = %+v, %v; want timed out, no goal", res, err)
+			}
+			if !res.Received {
+				return false // the timeout passed before the first batch was read
+			}
+			if got := short(out.String()); len(got) != 2 {
+				t.Errorf("printed %q, want the initial state", got)
+			}
+			return true
+		})
 	})
 	t.Run("timeout with a goal unmet", func(t *testing.T) {
 		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, io.Discard, Options{Timeout: 50 * time.Millisecond, Count: 5})
@@ -215,24 +270,14 @@ func TestStops(t *testing.T) {
 		}
 	})
 	t.Run("interrupted: what was printed is out", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
 		src := &recorded{puts: make(chan nodeset.Batch)}
 		w := &lines{seen: make(chan string, 10)}
-		done := make(chan Result, 1)
-		go func() {
-			res, _ := Run(ctx, src, w, Options{})
-			done <- res
-		}()
-		src.puts <- initial(put("a", 1))
-		w.await(t, `"batch_done"`)
-		cancel()
-		select {
-		case res := <-done:
-			if res.Stop != Interrupted {
-				t.Fatalf("Stop = %v, want interrupted", res.Stop)
-			}
-		case <-time.After(timeout):
-			t.Fatal("Run did not end after its context")
+		res := cancelWhen(t, src, w, Options{}, func() {
+			src.puts <- initial(put("a", 1))
+			w.await(t, `"batch_done"`)
+		})
+		if res.Stop != Interrupted {
+			t.Fatalf("Stop = %v, want interrupted", res.Stop)
 		}
 	})
 	t.Run("source failure: queued batches first", func(t *testing.T) {
@@ -317,12 +362,20 @@ func TestStops(t *testing.T) {
 // TestRaces: stop causes that meet.
 func TestRaces(t *testing.T) {
 	t.Run("count met, timeout passes while the last lines are written", func(t *testing.T) {
-		w := slow{delay: 200 * time.Millisecond}
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1), put("b", 2))}}, w,
-			Options{Count: 2, Timeout: 50 * time.Millisecond, WriteGrace: timeout})
-		if err != nil || res.Stop != GoalMet {
-			t.Fatalf("Run = %+v, %v; want the goal met", res, err)
-		}
+		// The first write is the flush of the lines that met the goal;
+		// the writer holds it until the timeout has passed.
+		growing(t, func(d time.Duration) bool {
+			src := &recorded{batches: []nodeset.Batch{initial(put("a", 1), put("b", 2))}, ended: make(chan struct{})}
+			w := &blocked{release: src.ended, ended: src.ended}
+			res, err := runFor(t, context.Background(), src, w, Options{Count: 2, Timeout: d, WriteGrace: timeout})
+			if !w.early.Load() {
+				return false // the timeout passed before the goal was met
+			}
+			if err != nil || res.Stop != GoalMet {
+				t.Fatalf("Run = %+v, %v; want the goal met", res, err)
+			}
+			return true
+		})
 	})
 	t.Run("a goal met in the batch before the source fails", func(t *testing.T) {
 		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}, err: errors.New("boom")}, io.Discard, Options{Once: true})
@@ -330,37 +383,29 @@ func TestRaces(t *testing.T) {
 			t.Fatalf("Run = %+v, %v; want the goal met", res, err)
 		}
 	})
-	for _, tt := range []struct {
-		name string
-		o    Options
-		stop func(cancel context.CancelFunc)
-		want Stop
-	}{
-		{"signal while a write is blocked", Options{WriteGrace: 50 * time.Millisecond}, func(cancel context.CancelFunc) { cancel() }, Interrupted},
-		{"timeout while a write is blocked", Options{WriteGrace: 50 * time.Millisecond, Timeout: 100 * time.Millisecond}, func(context.CancelFunc) {}, TimedOut},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			w := &blocked{started: make(chan struct{}), release: make(chan struct{})}
+	t.Run("signal while a write is blocked", func(t *testing.T) {
+		w := &blocked{started: make(chan struct{}), release: make(chan struct{})}
+		defer close(w.release)
+		res := cancelWhen(t, &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, w, Options{WriteGrace: 50 * time.Millisecond}, func() { w.await(t) })
+		if res.Stop != Interrupted {
+			t.Fatalf("Stop = %v, want interrupted", res.Stop)
+		}
+	})
+	t.Run("timeout while a write is blocked", func(t *testing.T) {
+		growing(t, func(d time.Duration) bool {
+			src := &recorded{batches: []nodeset.Batch{initial(put("a", 1))}, ended: make(chan struct{})}
+			w := &blocked{release: make(chan struct{}), ended: src.ended}
 			defer close(w.release)
-			done := make(chan Result, 1)
-			go func() {
-				res, _ := Run(ctx, &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, w, tt.o)
-				done <- res
-			}()
-			<-w.started
-			tt.stop(cancel)
-			select {
-			case res := <-done:
-				if res.Stop != tt.want {
-					t.Fatalf("Stop = %v, want %v", res.Stop, tt.want)
-				}
-			case <-time.After(timeout):
-				t.Fatal("a blocked write kept the run alive")
+			res, err := runFor(t, context.Background(), src, w, Options{WriteGrace: 50 * time.Millisecond, Timeout: d})
+			if !w.early.Load() {
+				return false // the timeout passed before the write began
 			}
+			if err != nil || res.Stop != TimedOut {
+				t.Fatalf("Run = %+v, %v; want timed out", res, err)
+			}
+			return true
 		})
-	}
+	})
 	t.Run("a slow filter over a large listing stops with the run", func(t *testing.T) {
 		var big []nodeset.Change
 		for i := range 2000 {
@@ -422,24 +467,42 @@ type failing struct{ err error }
 
 func (f failing) Write([]byte) (int, error) { return 0, f.err }
 
-// slow takes its time with every write.
-type slow struct{ delay time.Duration }
-
-func (w slow) Write(p []byte) (int, error) {
-	time.Sleep(w.delay)
-	return len(p), nil
-}
-
 // blocked is a reader that stopped reading: every write blocks until
 // release is closed.
 type blocked struct {
 	once    sync.Once
-	started chan struct{} // closed at the first write
+	started chan struct{} // if set, closed at the first write
 	release chan struct{}
+	// ended, if set, is the source's (see recorded); early says whether
+	// the first write began before it was closed, that is before the
+	// run's timeout passed.
+	ended <-chan struct{}
+	early atomic.Bool
 }
 
 func (b *blocked) Write(p []byte) (int, error) {
-	b.once.Do(func() { close(b.started) })
+	b.once.Do(func() {
+		if b.ended != nil {
+			select {
+			case <-b.ended:
+			default:
+				b.early.Store(true)
+			}
+		}
+		if b.started != nil {
+			close(b.started)
+		}
+	})
 	<-b.release
 	return len(p), nil
+}
+
+// await waits for the first write.
+func (b *blocked) await(t *testing.T) {
+	t.Helper()
+	select {
+	case <-b.started:
+	case <-time.After(timeout):
+		t.Fatalf("no write within %v", timeout)
+	}
 }

@@ -29,11 +29,23 @@ func startServer(t *testing.T, cfg server.ServerConfig) *server.Server {
 	return s
 }
 
-// serveStore serves st's records over gRPC on loopback.
+// serveStore serves st's records over gRPC on loopback, once the server
+// holds them.
 func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*server.Server, *curatortest.GRPCServer) {
 	t.Helper()
-	s := startServer(t, server.ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
-	return s, curatortest.ServeGRPC(t, "", s)
+	return serveReady(t, "", server.ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+}
+
+// serveReady runs a server for cfg and serves it on addr ("" picks a free
+// loopback port) once it holds the records: a client connects to a server
+// that answers at once, whatever the load, so that a node_in_cluster
+// client's Settle measures the server's silence about a node, not how
+// long it took to list etcd.
+func serveReady(t *testing.T, addr string, cfg server.ServerConfig) (*server.Server, *curatortest.GRPCServer) {
+	t.Helper()
+	s := startServer(t, cfg)
+	curatortest.WaitReady(t, s)
+	return s, curatortest.ServeGRPC(t, addr, s)
 }
 
 // running is a Client running until the test ends.

@@ -202,6 +202,35 @@ func ServeGRPC(t *testing.T, addr string, svc interface{ Register(grpc.ServiceRe
 	return &GRPCServer{Addr: l.Addr().String(), Stop: stop}
 }
 
+// WaitReady waits until the Curator svc holds its initial state: it serves
+// svc on a loopback address of its own and reads a nodes_in_cluster stream
+// up to the end of its backlog, which a server sends only once it has
+// listed etcd. Tests call it before they serve svc where clients connect:
+// a node_in_cluster client takes a server that stays silent for its Settle
+// for one without the node, and listing etcd may take longer than that on
+// a loaded machine.
+func WaitReady(t *testing.T, svc interface{ Register(grpc.ServiceRegistrar) }) {
+	t.Helper()
+	g := ServeGRPC(t, "", svc)
+	defer g.Stop()
+	conn := Dial(t, g.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	w, err := apipb.NewCuratorClient(conn).Watch(ctx, NodesReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := w.Recv()
+		if err != nil {
+			t.Fatalf("server not ready within %v: %v", Timeout, err)
+		}
+		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+			return
+		}
+	}
+}
+
 // Dial returns a plaintext gRPC connection to addr, closed when the test
 // ends.
 func Dial(t *testing.T, addr string) *grpc.ClientConn {
