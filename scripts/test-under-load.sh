@@ -22,8 +22,10 @@ echo "load: go test -race ./... in a loop (pid group $hog)"
 for i in $(seq "$runs"); do
 	start=$(date +%s)
 	if ! (cd "$dir/test" && make test >"$dir/run$i.log" 2>&1); then
-		echo "run $i of $runs FAILED after $(($(date +%s) - start))s:"
-		grep -E -- '--- FAIL|FAIL|panic' "$dir/run$i.log" | head -40
+		keep=${TMPDIR:-/tmp}/nodewatch-test-under-load-run$i.log
+		cp "$dir/run$i.log" "$keep"
+		echo "run $i of $runs FAILED after $(($(date +%s) - start))s (whole log: $keep):"
+		grep -E -B2 -A12 -- '--- FAIL|^panic' "$dir/run$i.log" | head -80
 		exit 1
 	fi
 	echo "run $i of $runs passed in $(($(date +%s) - start))s"

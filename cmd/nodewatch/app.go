@@ -43,9 +43,16 @@ func newApp(e *env) *cli.App {
 	commands := []*cli.Command{nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e), completionCommand(e)}
 	for _, c := range commands {
 		c.OnUsageError = onUsage
+		// urfave/cli's own help flag is one package-level value that every
+		// run writes to when it parses flags; runs in one process (the
+		// tests) would race on it. Each command gets a help flag of its own.
+		c.HideHelp = true
+		c.Flags = append(c.Flags, helpFlag())
 	}
 	return &cli.App{
 		Name:                      "nodewatch",
+		HideHelp:                  true,
+		Flags:                     []cli.Flag{helpFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
@@ -65,6 +72,11 @@ func newApp(e *env) *cli.App {
 			return usagef("no command given (try nodewatch --help)")
 		},
 	}
+}
+
+// helpFlag is --help, -h: a flag value for one command of one run.
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
 }
 
 // argSep joins NAME and VALUE of --arg/--argjson into one flag value; NUL
