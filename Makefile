@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test test-under-load lint demo bench fuzz soak proto clean
+.PHONY: all build test test-under-load lint demo bench bench-compare etcd-bin fuzz soak proto clean
 
 all: build
 
@@ -30,6 +30,16 @@ demo: build
 ## serve fan-out, a 100k-key listing end to end.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
+
+## bench-compare: nodewatch side by side with etcdctl (pinned, built from the module proxy) on the
+## same data, alternated, as a table of medians and ratios (~10 minutes). BENCHFLAGS passes flags,
+## e.g. BENCHFLAGS='-rows 3 -pairs 3'.
+bench-compare: build etcd-bin
+	$(GO) run ./bench/compare -nodewatch $(BIN) -etcd .bin/etcd -etcdctl .bin/etcdctl $(BENCHFLAGS)
+
+## etcd-bin: etcd and etcdctl at the version bench/tools/go.mod pins, in .bin/.
+etcd-bin:
+	cd bench/tools && $(GO) build -o ../../.bin/etcd go.etcd.io/etcd/server/v3 && $(GO) build -o ../../.bin/etcdctl go.etcd.io/etcd/etcdctl/v3
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s), and the hand-off model for MODELSEEDS
 ## random cases; `make test` runs the seed corpora and 5,000 model cases.

@@ -4,8 +4,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -14,7 +17,44 @@ func main() {
 	// not a signal that kills it before it can flush and close connections.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	endProfiles := startProfiles()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	endProfiles()
 	os.Exit(code)
+}
+
+// startProfiles starts the profiles that NODEWATCH_CPUPROFILE and
+// NODEWATCH_MEMPROFILE ask for (files written when the run ends; see
+// BENCHMARKS.md) and returns what ends them.
+func startProfiles() (end func()) {
+	cpu, mem := os.Getenv("NODEWATCH_CPUPROFILE"), os.Getenv("NODEWATCH_MEMPROFILE")
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "nodewatch: NODEWATCH_CPUPROFILE: %v\n", err)
+		}
+		cpuFile = f
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		if mem != "" {
+			f, err := os.Create(mem)
+			if err == nil {
+				runtime.GC()
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "nodewatch: NODEWATCH_MEMPROFILE: %v\n", err)
+			}
+		}
+	}
 }

@@ -2,6 +2,8 @@ package nodeset
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -173,9 +175,106 @@ func TestFollowerFilterError(t *testing.T) {
 	}
 }
 
+// applier is what the follower benchmarks drive: Follower, or the
+// rescanning follower they compare it with.
+type applier interface {
+	Apply(b Batch, emit func(Event) error) error
+}
+
+// rescanFollower is the follower as the original library wrote it, the
+// baseline of the follower benchmarks: it keeps the source's whole state,
+// and every batch re-filters and re-sorts all of it, then compares it
+// with what it printed.
+type rescanFollower struct {
+	filter  func(id string, obj any) (bool, error)
+	source  map[string]any
+	printed map[string]any
+}
+
+func (f *rescanFollower) Apply(b Batch, emit func(Event) error) error {
+	if b.Full() {
+		clear(f.source)
+	}
+	for _, c := range b.Changes {
+		if c.Deleted {
+			delete(f.source, c.ID)
+		} else {
+			f.source[c.ID] = c.Object
+		}
+	}
+	var ids []string
+	for id, obj := range f.source {
+		if f.filter != nil {
+			if ok, err := f.filter(id, obj); err != nil || !ok {
+				continue
+			}
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var counts Counts
+	for _, id := range ids {
+		obj := f.source[id]
+		prev, had := f.printed[id]
+		switch {
+		case !had:
+			counts.New++
+			emit(Event{Type: New, ID: id, Object: obj})
+		case !reflect.DeepEqual(prev, obj):
+			counts.Updated++
+			emit(Event{Type: Updated, ID: id, Object: obj, Prev: prev})
+		default:
+			continue
+		}
+		f.printed[id] = obj
+	}
+	for id, prev := range f.printed {
+		if _, ok := f.source[id]; !ok {
+			counts.Deleted++
+			emit(Event{Type: Deleted, ID: id, Prev: prev})
+			delete(f.printed, id)
+		}
+	}
+	return emit(Event{Type: BatchDone, Counts: counts})
+}
+
+// TestRescanFollowerAgrees: the benchmarks' baseline prints the same
+// events as the follower for a run of single-change batches, so that the
+// comparison is between two followers that do the same job.
+func TestRescanFollowerAgrees(t *testing.T) {
+	keep := func(_ string, obj any) (bool, error) { return obj.(int)%3 != 0, nil }
+	f, r := NewFollower(keep, nil), &rescanFollower{filter: keep, source: map[string]any{}, printed: map[string]any{}}
+	record := func(a applier, b Batch) []string {
+		var out []string
+		a.Apply(b, func(ev Event) error {
+			if ev.Type != BatchDone {
+				out = append(out, fmt.Sprintf("%v %s %v %v", ev.Type, ev.ID, ev.Object, ev.Prev))
+			}
+			return nil
+		})
+		return out
+	}
+	var full []Change
+	for i := range 100 {
+		full = append(full, put(fmt.Sprintf("id-%03d", i), i))
+	}
+	batches := []Batch{initial(full...)}
+	for i := range 300 {
+		c := put(fmt.Sprintf("id-%03d", (i*37)%120), i)
+		if i%11 == 0 {
+			c = Change{ID: c.ID, Deleted: true}
+		}
+		batches = append(batches, change(c))
+	}
+	for i, b := range batches {
+		if diff := cmp.Diff(record(f, b), record(r, b)); diff != "" {
+			t.Fatalf("batch %d (-follower +rescan):\n%s", i, diff)
+		}
+	}
+}
+
 // benchmarkOneChange measures a batch that changes one id in a set of n.
-func benchmarkOneChange(b *testing.B, n int) {
-	f := NewFollower(nil, nil)
+func benchmarkOneChange(b *testing.B, f applier, n int) {
 	full := make([]Change, n)
 	for i := range full {
 		full[i] = put(fmt.Sprintf("id-%08d", i), i)
@@ -198,5 +297,13 @@ func benchmarkOneChange(b *testing.B, n int) {
 	}
 }
 
-func BenchmarkFollowerOneChange1k(b *testing.B)   { benchmarkOneChange(b, 1_000) }
-func BenchmarkFollowerOneChange100k(b *testing.B) { benchmarkOneChange(b, 100_000) }
+func newRescan() *rescanFollower {
+	return &rescanFollower{source: map[string]any{}, printed: map[string]any{}}
+}
+
+func BenchmarkFollowerOneChange1k(b *testing.B) { benchmarkOneChange(b, NewFollower(nil, nil), 1_000) }
+func BenchmarkFollowerOneChange100k(b *testing.B) {
+	benchmarkOneChange(b, NewFollower(nil, nil), 100_000)
+}
+func BenchmarkFollowerRescan1k(b *testing.B)   { benchmarkOneChange(b, newRescan(), 1_000) }
+func BenchmarkFollowerRescan100k(b *testing.B) { benchmarkOneChange(b, newRescan(), 100_000) }

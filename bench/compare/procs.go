@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// usage is what one process cost.
+type usage struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	maxRSS int64         // bytes
+}
+
+// finish waits for cmd and returns its usage; start is when it was started.
+func finish(cmd *exec.Cmd, start time.Time) (usage, error) {
+	err := cmd.Wait()
+	u := usage{wall: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			u.maxRSS = ru.Maxrss * 1024
+		}
+	}
+	return u, err
+}
+
+// measure runs cmd to its end with stdout to /dev/null and returns its
+// usage; it fails if cmd fails.
+func measure(name string, args ...string) (usage, error) {
+	cmd := exec.Command(name, args...)
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return usage{}, err
+	}
+	defer null.Close()
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = null, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return usage{}, err
+	}
+	u, err := finish(cmd, start)
+	if err != nil {
+		return u, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	return u, nil
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// etcdServer is an etcd process with its own data directory.
+type etcdServer struct {
+	cmd    *exec.Cmd
+	URL    string
+	dir    string
+	client *clientv3.Client
+}
+
+func startEtcd(bin string) (*etcdServer, error) {
+	dir, err := os.MkdirTemp("", "bench-etcd-")
+	if err != nil {
+		return nil, err
+	}
+	cport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	curl, purl := fmt.Sprintf("http://127.0.0.1:%d", cport), fmt.Sprintf("http://127.0.0.1:%d", pport)
+	cmd := exec.Command(bin, "--name", "bench", "--data-dir", dir,
+		"--listen-client-urls", curl, "--advertise-client-urls", curl,
+		"--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+		"--initial-cluster", "bench="+purl, "--quota-backend-bytes", strconv.Itoa(8<<30),
+		"--log-level", "error")
+	logf, err := os.Create(dir + ".log")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e := &etcdServer{cmd: cmd, URL: curl, dir: dir}
+	e.client, err = clientv3.New(clientv3.Config{Endpoints: []string{curl}, DialTimeout: 10 * time.Second, MaxCallSendMsgSize: 64 << 20})
+	if err != nil {
+		e.stop()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if _, err := e.client.Get(ctx, "/ready"); err == nil {
+			return e, nil
+		} else if ctx.Err() != nil {
+			e.stop()
+			return nil, fmt.Errorf("etcd not ready: %v (log: %s.log)", err, dir)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *etcdServer) stop() {
+	if e.client != nil {
+		e.client.Close()
+	}
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	e.cmd.Wait()
+	os.RemoveAll(e.dir)
+	os.Remove(e.dir + ".log")
+}
+
+// watchers returns etcd's count of watchers.
+func (e *etcdServer) watchers() (int, error) { return metricsWatchers(e.URL) }
+
+// metricsWatchers returns etcd_debugging_mvcc_watcher_total from the
+// metrics of the etcd at url.
+func metricsWatchers(url string) (int, error) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^etcd_debugging_mvcc_watcher_total (\S+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("no etcd_debugging_mvcc_watcher_total in /metrics")
+	}
+	f, err := strconv.ParseFloat(string(m[1]), 64)
+	return int(f), err
+}
+
+// follower is a long-running process whose stdout the harness scans for
+// markers: substrings it waits for.
+type follower struct {
+	name  string
+	cmd   *exec.Cmd
+	start time.Time
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	lines   int
+	counts  map[string]int // marker → lines containing it
+	onLine  func(line []byte, at time.Time)
+	done    bool
+	stderr  strings.Builder
+	readErr error
+}
+
+// startFollower starts name with args; markers are the substrings counted
+// in its output; onLine (if set) sees every line as it arrives.
+func startFollower(label string, markers []string, onLine func([]byte, time.Time), name string, args ...string) (*follower, error) {
+	f := &follower{name: label, cmd: exec.Command(name, args...), counts: map[string]int{}, onLine: onLine}
+	f.cond = sync.NewCond(&f.mu)
+	out, err := f.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	f.cmd.Stderr = &lockedWriter{mu: &f.mu, w: &f.stderr}
+	f.start = time.Now()
+	if err := f.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 256<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if f.onLine != nil {
+				f.onLine(line, time.Now())
+			}
+			f.mu.Lock()
+			f.lines++
+			for _, m := range markers {
+				if strings.Contains(string(line), m) {
+					f.counts[m]++
+				}
+			}
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		}
+		f.mu.Lock()
+		f.done, f.readErr = true, sc.Err()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	}()
+	return f, nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// count returns how many lines held marker so far.
+func (f *follower) count(marker string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[marker]
+}
+
+// waitFor waits until a line held marker, or fails after d.
+func (f *follower) waitFor(marker string, d time.Duration) error {
+	t := time.AfterFunc(d, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	defer t.Stop()
+	deadline := time.Now().Add(d)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.counts[marker] == 0 {
+		if f.done || time.Now().After(deadline) {
+			return fmt.Errorf("%s: no line with %q after %v (%d lines; stderr %q)", f.name, marker, d, f.lines, f.stderr.String())
+		}
+		f.cond.Wait()
+	}
+	return nil
+}
+
+// stop interrupts the process and returns its usage.
+func (f *follower) stop() (usage, error) {
+	f.cmd.Process.Signal(syscall.SIGINT)
+	u, err := finish(f.cmd, f.start)
+	if err != nil {
+		var ee *exec.ExitError
+		if asExit(err, &ee) && (ee.ExitCode() == 130 || ee.ExitCode() == -1 || ee.ExitCode() == 0) {
+			err = nil // interrupted, as asked
+		}
+	}
+	return u, err
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*ee = e
+	return ok
+}
+
+// hwm returns the peak resident memory of a running process (VmHWM).
+func hwm(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^VmHWM:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+	}
+	kb, err := strconv.ParseInt(string(m[1]), 10, 64)
+	return kb * 1024, err
+}

@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/sim"
+)
+
+// populate empties prefix and writes n simulated node records under it;
+// it returns the records' bytes (keys and values).
+func populate(ctx context.Context, e *etcdServer, prefix string, n int, seed int64) (*sim.Sim, int64, error) {
+	if _, err := e.client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+		return nil, 0, err
+	}
+	s := sim.New(sim.Config{Nodes: n, Seed: seed, Prefix: prefix})
+	if err := s.Populate(ctx, e.client); err != nil {
+		return nil, 0, err
+	}
+	var total int64
+	key, end := prefix, clientv3.GetPrefixRangeEnd(prefix)
+	for {
+		resp, err := e.client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithLimit(10000))
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, kv := range resp.Kvs {
+			total += int64(len(kv.Key) + len(kv.Value))
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return s, total, nil
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// rowSnapshot: rows 1 and 2, the initial listing of c.records records,
+// printed once, by nodewatch (key; nodes through serve) and by etcdctl get.
+func rowSnapshot(ctx context.Context, c config, e *etcdServer, t *table) error {
+	const prefix = "/nodes/"
+	_, size, err := populate(ctx, e, prefix, c.records, 1)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "rows 1, 2: %d records, %.1f MB\n", c.records, float64(size)/1e6)
+	etcdctl := func() (usage, error) {
+		return measure(c.etcdctl, "--endpoints", e.URL, "get", "--prefix", prefix, "-w", "json")
+	}
+	if c.rows[1] {
+		var nwWall, nwRSS, ecWall, ecRSS []float64
+		for range c.pairs {
+			a, err := measure(c.nodewatch, "key", "--etcd", e.URL, "--prefix", prefix, "--once")
+			if err != nil {
+				return err
+			}
+			b, err := etcdctl()
+			if err != nil {
+				return err
+			}
+			nwWall, ecWall = append(nwWall, a.wall.Seconds()), append(ecWall, b.wall.Seconds())
+			nwRSS, ecRSS = append(nwRSS, float64(a.maxRSS)), append(ecRSS, float64(b.maxRSS))
+		}
+		t.ratio(1, "key --once vs etcdctl get -w json: wall", nwWall, ecWall, secs, 0.8)
+		t.ratio(1, "key --once vs etcdctl get -w json: peak RSS", nwRSS, ecRSS, mib, 0.25)
+	}
+	if !c.rows[2] {
+		return nil
+	}
+	srv, addr, err := startServe(c, e, prefix)
+	if err != nil {
+		return err
+	}
+	nodes := func() (usage, error) {
+		return measure(c.nodewatch, "nodes", "--curator", addr, "--once", "--dial-timeout", "60s")
+	}
+	if _, err := nodes(); err != nil { // serve has listed etcd
+		srv.stop()
+		return err
+	}
+	var nwWall, ecWall []float64
+	for range c.pairs {
+		a, err := nodes()
+		if err != nil {
+			srv.stop()
+			return err
+		}
+		b, err := etcdctl()
+		if err != nil {
+			srv.stop()
+			return err
+		}
+		nwWall, ecWall = append(nwWall, a.wall.Seconds()), append(ecWall, b.wall.Seconds())
+	}
+	peak, err := hwm(srv.cmd.Process.Pid)
+	srv.stop()
+	if err != nil {
+		return err
+	}
+	t.ratio(2, "nodes --once via serve vs etcdctl get -w json: wall", nwWall, ecWall, secs, 1.0)
+	r := float64(peak) / float64(size)
+	t.add(line{row: 2, what: "serve peak RSS / records' bytes", nodewatch: mib(float64(peak)), other: mib(float64(size)) + " of records",
+		ratio: fmt.Sprintf("%.2f", r), target: "≤ 3.00", met: yes(r <= 3)})
+	return nil
+}
+
+// startServe starts `nodewatch serve` for the records under prefix, on a
+// free loopback port, and returns it with its address.
+func startServe(c config, e *etcdServer, prefix string) (*follower, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	srv, err := startFollower("serve", nil, nil, c.nodewatch, "serve", "--etcd", e.URL, "--prefix", prefix, "--listen", addr)
+	return srv, addr, err
+}
+
+// Markers: records the live rows put to learn that a follower is
+// following (ready) and has seen every change (finish). The keys are 15
+// bytes long, so that their base64 (etcdctl -w json) has no padding and
+// each is found in etcdctl's output as it is in nodewatch's.
+const (
+	livePrefix  = "/live/"
+	readyID     = "zz-ready-"
+	finishID    = "zz-finish"
+	readyMarkB  = "/live/zz-ready-"
+	finishMarkB = "/live/zz-finish"
+)
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// putMarker writes a node record for id under livePrefix.
+func putMarker(ctx context.Context, e *etcdServer, id string) error {
+	v, err := curator.EncodeRecord(&apipb.Node{Id: id, State: commonpb.NodeState_NODE_STATE_UP})
+	if err != nil {
+		return err
+	}
+	_, err = e.client.Put(ctx, livePrefix+id, string(v))
+	return err
+}
+
+// ready puts ready markers until every follower has printed one: from
+// then on, each follows live changes.
+func ready(ctx context.Context, e *etcdServer, marks []string, fs ...*follower) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := 0; ; i++ {
+		if err := putMarker(ctx, e, fmt.Sprintf("%s%d", readyID, i)); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+		all := true
+		for j, f := range fs {
+			all = all && f.count(marks[j]) > 0
+		}
+		if all {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("followers not following after 2m")
+		}
+	}
+}
+
+// rowLive: rows 3 and 7, following c.changes changes on c.keys keys, by
+// `key --changes-only --filter` and `etcdctl watch -w json` at the same
+// time (3), and by `nodes` through `serve` (7); alternated.
+func rowLive(ctx context.Context, c config, e *etcdServer, t *table) error {
+	var nwCPU, ecCPU, serveCPU, nodesCPU []float64
+	for i := range c.pairs {
+		if c.rows[3] {
+			s, _, err := populate(ctx, e, livePrefix, c.keys, int64(i))
+			if err != nil {
+				return err
+			}
+			nw, err := startFollower("nodewatch key", []string{readyID, finishID}, nil, c.nodewatch, "key", "--etcd", e.URL, "--prefix", livePrefix,
+				"--changes-only", "--filter", `.value.state == "NODE_STATE_UP"`)
+			if err != nil {
+				return err
+			}
+			ec, err := startFollower("etcdctl watch", []string{b64(readyMarkB), b64(finishMarkB)}, nil, c.etcdctl, "--endpoints", e.URL, "watch", "--prefix", livePrefix, "-w", "json")
+			if err != nil {
+				return err
+			}
+			a, b, err := follow(ctx, c, e, s, []string{readyID, b64(readyMarkB)}, []string{finishID, b64(finishMarkB)}, nw, ec)
+			if err != nil {
+				return err
+			}
+			nwCPU, ecCPU = append(nwCPU, a.cpu.Seconds()/float64(c.changes)), append(ecCPU, b.cpu.Seconds()/float64(c.changes))
+		}
+		if c.rows[7] {
+			s, _, err := populate(ctx, e, livePrefix, c.keys, int64(i))
+			if err != nil {
+				return err
+			}
+			srv, addr, err := startServe(c, e, livePrefix)
+			if err != nil {
+				return err
+			}
+			nodes, err := startFollower("nodewatch nodes", []string{readyID, finishID}, nil, c.nodewatch, "nodes", "--curator", addr, "--dial-timeout", "60s",
+				"--changes-only", "--filter", `.state == "NODE_STATE_UP"`)
+			if err != nil {
+				srv.stop()
+				return err
+			}
+			n, _, err := follow(ctx, c, e, s, []string{readyID}, []string{finishID}, nodes)
+			su, serr := srv.stop()
+			if err != nil {
+				return err
+			}
+			if serr != nil {
+				return serr
+			}
+			serveCPU, nodesCPU = append(serveCPU, su.cpu.Seconds()/float64(c.changes)), append(nodesCPU, n.cpu.Seconds()/float64(c.changes))
+		}
+	}
+	if c.rows[3] {
+		t.ratio(3, fmt.Sprintf("CPU per change, %d changes on %d keys: key --changes-only --filter vs etcdctl watch -w json", c.changes, c.keys), nwCPU, ecCPU, micros, 0.5)
+	}
+	if c.rows[7] {
+		ec := median(ecCPU)
+		for _, x := range []struct {
+			what string
+			cpu  []float64
+		}{{"serve", serveCPU}, {"nodes --changes-only --filter", nodesCPU}} {
+			l := line{row: 7, what: "CPU per change, same changes: " + x.what, nodewatch: micros(median(x.cpu)), target: "recorded", met: "-"}
+			if ec > 0 {
+				l.other, l.ratio = micros(ec)+" (etcdctl, row 3)", fmt.Sprintf("%.2f", median(x.cpu)/ec)
+			}
+			t.add(l)
+		}
+	}
+	return nil
+}
+
+// follow waits until every follower follows, makes c.changes changes,
+// waits until every follower has printed the finish marker, stops them
+// and returns the usage of the first two.
+func follow(ctx context.Context, c config, e *etcdServer, s *sim.Sim, readyMarks, finishMarks []string, fs ...*follower) (usage, usage, error) {
+	stopAll := func() []usage {
+		var us []usage
+		for _, f := range fs {
+			u, _ := f.stop()
+			us = append(us, u)
+		}
+		return us
+	}
+	if err := ready(ctx, e, readyMarks, fs...); err != nil {
+		stopAll()
+		return usage{}, usage{}, err
+	}
+	if err := s.RunSteps(ctx, e.client, 0, 0, int64(c.changes)); err != nil {
+		stopAll()
+		return usage{}, usage{}, err
+	}
+	if err := putMarker(ctx, e, finishID); err != nil {
+		stopAll()
+		return usage{}, usage{}, err
+	}
+	for i, f := range fs {
+		if err := f.waitFor(finishMarks[i], 5*time.Minute); err != nil {
+			stopAll()
+			return usage{}, usage{}, err
+		}
+	}
+	us := append(stopAll(), usage{}, usage{})
+	return us[0], us[1], nil
+}
+
+var seqRe = regexp.MustCompile(`"seq":(\d+)`)
+
+// rowLatency: row 4, put acknowledged → its line on stdout, at c.rate
+// puts per second, nodewatch with a --filter and etcdctl watch, one after
+// the other, alternated.
+func rowLatency(ctx context.Context, c config, e *etcdServer, t *table) error {
+	var nwP99, ecP99, nwP50, ecP50 []float64
+	for range c.pairs {
+		for _, tool := range []string{"nodewatch", "etcdctl"} {
+			p50, p99, err := latencyRun(ctx, c, e, tool)
+			if err != nil {
+				return err
+			}
+			if tool == "nodewatch" {
+				nwP50, nwP99 = append(nwP50, p50), append(nwP99, p99)
+			} else {
+				ecP50, ecP99 = append(ecP50, p50), append(ecP99, p99)
+			}
+		}
+	}
+	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s: p50", c.rate), nwP50, ecP50, millis, 1e9)
+	t.lines[len(t.lines)-1].target, t.lines[len(t.lines)-1].met = "-", "-"
+	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s: p99", c.rate), nwP99, ecP99, millis, 1.0)
+	return nil
+}
+
+func latencyRun(ctx context.Context, c config, e *etcdServer, tool string) (p50, p99 float64, err error) {
+	const prefix = "/lat/"
+	if _, err := e.client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+		return 0, 0, err
+	}
+	n := int(c.latencyFor.Seconds() * float64(c.rate))
+	acked := make([]time.Time, n)
+	seen := make([]time.Time, n)
+	var mu sync.Mutex
+	onLine := func(line []byte, at time.Time) {
+		m := seqRe.FindSubmatch(line)
+		if m == nil {
+			return
+		}
+		i, err := strconv.Atoi(string(m[1]))
+		if err != nil || i >= n {
+			return
+		}
+		mu.Lock()
+		if seen[i].IsZero() {
+			seen[i] = at
+		}
+		mu.Unlock()
+	}
+	var f *follower
+	if tool == "nodewatch" {
+		f, err = startFollower(tool, []string{"ready"}, onLine, c.nodewatch, "key", "--etcd", e.URL, "--prefix", prefix, "--filter", `.value.state == "NODE_STATE_UP"`)
+	} else {
+		f, err = startFollower(tool, []string{"ready"}, onLine, c.etcdctl, "--endpoints", e.URL, "watch", "--prefix", prefix)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.stop()
+	for i := 0; f.count("ready") == 0; i++ {
+		if _, err := e.client.Put(ctx, prefix+"ready", fmt.Sprintf(`{"state":"NODE_STATE_UP","ready":%d}`, i)); err != nil {
+			return 0, 0, err
+		}
+		time.Sleep(100 * time.Millisecond)
+		if i > 1200 {
+			return 0, 0, fmt.Errorf("%s not following after 2m", tool)
+		}
+	}
+	tick := time.NewTicker(time.Second / time.Duration(c.rate))
+	defer tick.Stop()
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var putErr error
+	for i := range n {
+		<-tick.C
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, err := e.client.Put(ctx, fmt.Sprintf("%sk%03d", prefix, i%1000), fmt.Sprintf(`{"state":"NODE_STATE_UP","seq":%d}`, i))
+			mu.Lock()
+			defer mu.Unlock()
+			acked[i] = time.Now()
+			if err != nil && putErr == nil {
+				putErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	if putErr != nil {
+		return 0, 0, putErr
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		missing := 0
+		for _, s := range seen {
+			if s.IsZero() {
+				missing++
+			}
+		}
+		var lat []float64
+		if missing == 0 {
+			for i := range n {
+				lat = append(lat, seen[i].Sub(acked[i]).Seconds())
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			return percentile(lat, 50), percentile(lat, 99), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("%s: %d of %d puts never printed", tool, missing, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var benchRe = regexp.MustCompile(`(?m)^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op\s+(\d+) B/op\s+(\d+) allocs/op`)
+
+// rowFollower: row 5, the follower against a full-rescan follower, one
+// changed id per batch in a set of 100,000 (Go benchmarks).
+func rowFollower(ctx context.Context, c config, e *etcdServer, t *table) error {
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkFollower(OneChange|Rescan)(1k|100k)$", "-benchmem", "-count", strconv.Itoa(c.pairs), "./internal/nodeset")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go test -bench: %v\n%s", err, out.String())
+	}
+	ns := map[string][]float64{}
+	allocs := map[string]float64{}
+	for _, m := range benchRe.FindAllStringSubmatch(out.String(), -1) {
+		x, _ := strconv.ParseFloat(m[2], 64)
+		ns[m[1]] = append(ns[m[1]], x*1e-9)
+		a, _ := strconv.ParseFloat(m[4], 64)
+		allocs[m[1]] = a
+	}
+	for _, size := range []string{"1k", "100k"} {
+		a, b := ns["BenchmarkFollowerOneChange"+size], ns["BenchmarkFollowerRescan"+size]
+		if len(a) == 0 || len(b) == 0 {
+			return fmt.Errorf("benchmarks missing from:\n%s", out.String())
+		}
+		t.ratio(5, "one change per batch in a set of "+size+": follower vs full rescan", a, b, micros, 0.001)
+	}
+	a1, a2 := allocs["BenchmarkFollowerOneChange1k"], allocs["BenchmarkFollowerOneChange100k"]
+	t.add(line{row: 5, what: "allocations per batch, 100k vs 1k ids", nodewatch: fmt.Sprintf("%.0f vs %.0f", a2, a1), ratio: "-", target: "equal", met: yes(a1 == a2)})
+	return nil
+}
+
+// rowFanout: row 6, serve with c.streams Watch streams from one client
+// process; an update reaching all of them.
+func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
+	const prefix = "/fan/"
+	if _, _, err := populate(ctx, e, prefix, 100, 3); err != nil {
+		return err
+	}
+	before, err := e.watchers()
+	if err != nil {
+		return err
+	}
+	srv, addr, err := startServe(c, e, prefix)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, self, "streams", "-curator", addr, "-etcd", e.URL, "-prefix", prefix,
+		"-streams", strconv.Itoa(c.streams), "-updates", strconv.Itoa(c.updates))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("streams client: %v", err)
+	}
+	var res streamsResult
+	if err := json.NewDecoder(bufio.NewReader(&out)).Decode(&res); err != nil {
+		return fmt.Errorf("streams client said %q: %v", out.String(), err)
+	}
+	peak, err := hwm(srv.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams: p50", c.streams), nodewatch: millis(res.P50), ratio: "-", target: "-", met: "-"})
+	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams: p99", c.streams), nodewatch: millis(res.P99), ratio: "-", target: "≤ 50 ms", met: yes(res.P99 <= 0.050)})
+	w := res.Watchers - before
+	t.add(line{row: 6, what: "etcd watches opened by serve", nodewatch: strconv.Itoa(w), ratio: "-", target: "1", met: yes(w == 1)})
+	t.add(line{row: 6, what: "serve peak RSS", nodewatch: mib(float64(peak)), ratio: "-", target: "recorded", met: "-"})
+	return nil
+}
+
+// fanMarker is the id of the record the streams client updates.
+var fanMarker = strings.Repeat("z", 8) + "-fan"
