@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
@@ -76,7 +77,7 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.summary = func(obj any) string {
 		// -o text shows the value; the revisions are noise to a human.
-		m, _ := obj.(map[string]any)
+		m, _ := doc.TreeOf(obj).(map[string]any)
 		b, _ := gojq.Marshal(m["value"])
 		return string(b)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
+	"github.com/nodewatch/nodewatch/internal/doc"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -149,7 +150,7 @@ func curatorCredentials(c *cli.Context) (credentials.TransportCredentials, error
 
 // nodeSummary is what -o text shows of a node: state, address, roles.
 func nodeSummary(obj any) string {
-	n, _ := obj.(map[string]any)
+	n, _ := doc.TreeOf(obj).(map[string]any)
 	state, _ := n["state"].(string)
 	state = strings.TrimPrefix(state, "NODE_STATE_")
 	if state == "" {

@@ -389,9 +389,8 @@ func etcdNodes(t *testing.T, c *clientv3.Client) map[string]any {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(obj)
 		var plain any
-		json.Unmarshal(b, &plain)
+		json.Unmarshal(obj.JSON(), &plain)
 		want[id] = plain
 	}
 	return want

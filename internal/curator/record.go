@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/doc"
 )
 
 // DecodeRecord decodes the node record stored under the key whose id is id.
@@ -71,19 +72,14 @@ func EncodeRecordBinary(n *apipb.Node) ([]byte, error) {
 }
 
 // Object returns n as nodewatch prints it in an event's object:
-// protobuf JSON with the proto field names (external_address), enums by
-// name, 64-bit integers as strings, bytes as base64, no unpopulated fields.
-// Numbers are json.Number, so that jq programs see them exactly as printed.
-func Object(n *apipb.Node) (map[string]any, error) {
-	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(n)
+// compact protobuf JSON with the proto field names (external_address),
+// members in field-number order, enums by name, 64-bit integers as
+// strings, bytes as base64, no unpopulated fields. It is the same JSON as
+// EncodeRecord's.
+func Object(n *apipb.Node) (*doc.Doc, error) {
+	b, err := EncodeRecord(n)
 	if err != nil {
-		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	obj := map[string]any{}
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("decode node %q as JSON: %w", n.GetId(), err)
-	}
-	return obj, nil
+	return doc.New(b), nil
 }

@@ -123,7 +123,7 @@ func TestObject(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got.Tree()); diff != "" {
 				t.Errorf("Object (-want +got):\n%s", diff)
 			}
 		})

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"strconv"
 	"unicode/utf8"
 
+	"github.com/itchyny/gojq"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/nodewatch/nodewatch/internal/doc"
 )
 
 // ValueMode says how a value's bytes become JSON (nodewatch --value).
@@ -43,23 +46,31 @@ func ParseValueMode(s string) (ValueMode, error) {
 	return 0, fmt.Errorf("unknown value mode %q (want auto, json, text or base64)", s)
 }
 
-// Object returns the object nodewatch prints for kv:
-// {key, value, create_revision, mod_revision, version, lease}. Keys that are
-// not valid UTF-8 come out as {"base64": "..."}, as values do under auto.
-// Numbers in JSON values are kept as json.Number, so none loses precision.
-func Object(kv *mvccpb.KeyValue, mode ValueMode) (map[string]any, error) {
-	v, err := decodeValue(kv.Value, mode)
+// Object returns the object nodewatch prints for kv, as its JSON:
+// {create_revision, key, lease, mod_revision, value, version}, members in
+// that (sorted) order. Keys that are not valid UTF-8 come out as
+// {"base64": "..."}, as values do under auto. A JSON value is printed as
+// stored, compacted: its members in their stored order, its numbers as
+// written (none loses precision).
+func Object(kv *mvccpb.KeyValue, mode ValueMode) (*doc.Doc, error) {
+	b := make([]byte, 0, len(kv.Key)+len(kv.Value)+128)
+	b = append(b, `{"create_revision":`...)
+	b = strconv.AppendInt(b, kv.CreateRevision, 10)
+	b = append(b, `,"key":`...)
+	b = appendMarshal(b, Bytes(kv.Key))
+	b = append(b, `,"lease":`...)
+	b = strconv.AppendInt(b, kv.Lease, 10)
+	b = append(b, `,"mod_revision":`...)
+	b = strconv.AppendInt(b, kv.ModRevision, 10)
+	b = append(b, `,"value":`...)
+	b, err := appendValue(b, kv.Value, mode)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"key":             Bytes(kv.Key),
-		"value":           v,
-		"create_revision": int(kv.CreateRevision),
-		"mod_revision":    int(kv.ModRevision),
-		"version":         int(kv.Version),
-		"lease":           int(kv.Lease),
-	}, nil
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, kv.Version, 10)
+	b = append(b, '}')
+	return doc.New(b), nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as
@@ -71,46 +82,50 @@ func Bytes(b []byte) any {
 	return map[string]any{"base64": base64.StdEncoding.EncodeToString(b)}
 }
 
-// decodeValue decodes a value's bytes as mode says.
-func decodeValue(b []byte, mode ValueMode) (any, error) {
+// appendMarshal appends v encoded as jq encodes it.
+func appendMarshal(dst []byte, v any) []byte {
+	out, _ := gojq.Marshal(v) // never fails for strings and maps of strings
+	return append(dst, out...)
+}
+
+// appendValue appends the JSON of a value's bytes, decoded as mode says.
+func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 	switch mode {
 	case ValueBase64:
-		return base64.StdEncoding.EncodeToString(b), nil
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, b)
+		return append(dst, '"'), nil
 	case ValueText:
 		if !utf8.Valid(b) {
 			return nil, errors.New("value is not valid UTF-8 (try --value auto or base64)")
 		}
-		return string(b), nil
+		return appendMarshal(dst, string(b)), nil
 	case ValueJSON:
 		if !utf8.Valid(b) {
 			return nil, errors.New("value is not JSON: not valid UTF-8")
 		}
-		v, err := parseJSON(b)
+		out, err := appendCompact(dst, b)
 		if err != nil {
 			return nil, fmt.Errorf("value is not JSON: %w", err)
 		}
-		return v, nil
+		return out, nil
 	}
 	if !utf8.Valid(b) {
-		// encoding/json would replace the bad bytes: not lossless.
-		return Bytes(b), nil
+		// As a string, the bad bytes would be replaced: not lossless.
+		return appendMarshal(dst, Bytes(b)), nil
 	}
-	if v, err := parseJSON(b); err == nil {
-		return v, nil
+	if out, err := appendCompact(dst, b); err == nil {
+		return out, nil
 	}
-	return string(b), nil
+	return appendMarshal(dst, string(b)), nil
 }
 
-// parseJSON parses exactly one JSON value, keeping numbers exact.
-func parseJSON(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
+// appendCompact appends b, which must be exactly one JSON value, without
+// insignificant space; dst is unchanged when b is not JSON.
+func appendCompact(dst, b []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, b); err != nil {
+		return dst, err
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("trailing data after the JSON value")
-	}
-	return v, nil
+	return buf.Bytes(), nil
 }

@@ -2,7 +2,12 @@ package etcdkv
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/nodewatch/nodewatch/internal/doc"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,7 +36,7 @@ func TestDecodeValueModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeValue([]byte(tt.in), tt.mode)
+			got, err := valueTree([]byte(tt.in), tt.mode)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -39,6 +44,31 @@ func TestDecodeValueModes(t *testing.T) {
 				t.Errorf("value (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// valueTree is the tree of the JSON appendValue makes.
+func valueTree(b []byte, mode ValueMode) (any, error) {
+	out, err := appendValue(nil, b, mode)
+	if err != nil {
+		return nil, err
+	}
+	return doc.Decode(out)
+}
+
+func TestObject(t *testing.T) {
+	kv := &mvccpb.KeyValue{Key: []byte("/n/a"), Value: []byte(` {"b": 1.50, "a" : [true]} `), CreateRevision: 3, ModRevision: 7, Version: 2, Lease: 9}
+	d, err := Object(kv, ValueAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"create_revision":3,"key":"/n/a","lease":9,"mod_revision":7,"value":{"b":1.50,"a":[true]},"version":2}`
+	if string(d.JSON()) != want {
+		t.Errorf("Object = %s, want %s", d.JSON(), want)
+	}
+	kv.Key = []byte("\xff")
+	if d, _ := Object(kv, ValueText); !strings.Contains(string(d.JSON()), `"key":{"base64":"/w=="}`) {
+		t.Errorf("binary key: %s", d.JSON())
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/nodewatch/nodewatch/internal/doc"
 )
 
 // EventType is the kind of an Event.
@@ -65,7 +67,8 @@ type Follower struct {
 	// from it.
 	Filter func(id string, obj any) (bool, error)
 	// Equals reports whether two states of one id are the same for the
-	// user, so that no Updated is printed. Nil means reflect.DeepEqual.
+	// user, so that no Updated is printed. Nil compares *doc.Doc
+	// objects by their JSON, others with reflect.DeepEqual.
 	// An error stops Apply and is returned from it.
 	Equals func(id string, a, b any) (bool, error)
 
@@ -184,6 +187,11 @@ func (f *Follower) step(c Change) (Event, error) {
 
 func (f *Follower) equal(id string, a, b any) (bool, error) {
 	if f.Equals == nil {
+		da, aok := a.(*doc.Doc)
+		db, bok := b.(*doc.Doc)
+		if aok && bok {
+			return da.Equal(db), nil
+		}
 		return reflect.DeepEqual(a, b), nil
 	}
 	return f.Equals(id, a, b)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -226,8 +227,13 @@ func ID(id string) any {
 	return map[string]any{"base64": base64.StdEncoding.EncodeToString([]byte(id))}
 }
 
-// writeValue writes v the way jq would: keys sorted, numbers exact.
+// writeValue writes v: a *doc.Doc as its JSON, anything else the way jq
+// would (keys sorted, numbers exact).
 func writeValue(b *bytes.Buffer, v any) {
+	if d, ok := v.(*doc.Doc); ok {
+		b.Write(d.JSON())
+		return
+	}
 	out, _ := gojq.Marshal(v) // never fails for the types gojq accepts
 	b.Write(out)
 }

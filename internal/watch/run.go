@@ -28,9 +28,11 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/stream"
@@ -157,8 +159,10 @@ var (
 
 // Run runs the pipeline from src to w until the run ends, and says why.
 // The error is non-nil exactly when Stop is Failed. Run blocks; every
-// goroutine it starts has ended when it returns (but for a write to w
-// abandoned after WriteGrace, which goes on until w gives up).
+// goroutine it starts has ended when it returns, but for one: the reader
+// of the batches, when it is still blocked writing to w WriteGrace after
+// the run had to end. It is abandoned: it ends once w returns, and writes
+// nothing more.
 func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error) {
 	// A plain cancellation, not a deadline, ends the run on timeout: a
 	// deadline would travel to servers with every gRPC call, and its end
@@ -194,23 +198,65 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	if grace <= 0 {
 		grace = DefaultWriteGrace
 	}
+	out := &gate{w: w}
 	r := &run{
 		parent: ctx,
 		ctx:    runCtx,
 		o:      &o,
-		enc:    stream.NewEncoder(&abandonableWriter{w: w, stop: runCtx.Done(), grace: grace}, o.Output),
+		enc:    stream.NewEncoder(out, o.Output),
 	}
 	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
-	return r.loop(q)
+
+	// The reader of the batches writes to w itself: a goroutine per
+	// write would cost two wakeups a line. Run waits for it, and gives
+	// up on it WriteGrace after the run had to end: only a write to a
+	// reader that stopped reading (`| sleep 60`, a paused pager) can
+	// hold it that long, and a signal or a timeout must still end the
+	// run.
+	type ended struct {
+		res Result
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		res, err := r.loop(q)
+		done <- ended{res, err}
+	}()
+	select {
+	case e := <-done:
+		return e.res, e.err
+	case <-runCtx.Done():
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case e := <-done:
+		return e.res, e.err
+	case <-t.C:
+		out.close()
+		return r.abandon()
+	}
 }
 
-// run is the state of one Run, used by its reading goroutine.
+// run is the state of one Run, used by its reading goroutine (and, once
+// that is abandoned, by Run, through abandon).
 type run struct {
 	parent, ctx context.Context
 	o           *Options
 	enc         *stream.Encoder
 	fol         *nodeset.Follower
 	res         Result
+
+	// What abandon reports; res keeps the same counts.
+	received        atomic.Bool
+	events, batches atomic.Int64
+}
+
+// abandon is the Result of a run whose reader of the batches is blocked
+// writing to a reader that does not read.
+func (r *run) abandon() (Result, error) {
+	res := Result{Received: r.received.Load(), Events: int(r.events.Load()), Batches: int(r.batches.Load())}
+	return r.stop(res, errWriteAbandoned)
 }
 
 func (r *run) loop(q *handoff.Queue) (Result, error) {
@@ -224,6 +270,7 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			return r.end(err)
 		}
 		r.res.Received = true
+		r.received.Store(true)
 		changed, err := r.apply(b)
 		if errors.Is(err, errGoalMet) {
 			return r.goalMet()
@@ -259,9 +306,11 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 		}
 		if ev.Type == nodeset.BatchDone {
 			r.res.Batches++
+			r.batches.Add(1)
 			ev.Batch = r.res.Batches // number what is printed (--changes-only)
 		} else {
 			r.res.Events++
+			r.events.Add(1)
 		}
 		if err := r.enc.Encode(ev); err != nil {
 			return err
@@ -284,20 +333,23 @@ func (r *run) goalMet() (Result, error) {
 }
 
 // end turns the reason the run stops into its Result.
-func (r *run) end(err error) (Result, error) {
+func (r *run) end(err error) (Result, error) { return r.stop(r.res, err) }
+
+// stop completes res with why the run stops, err being what ended it.
+func (r *run) stop(res Result, err error) (Result, error) {
 	switch cause := context.Cause(r.ctx); {
 	case r.parent.Err() != nil:
-		r.res.Stop = Interrupted
+		res.Stop = Interrupted
 	case errors.Is(cause, errOutputClosed), isClosedPipe(err):
-		r.res.Stop = OutputClosed
+		res.Stop = OutputClosed
 	case errors.Is(cause, errTimeout):
-		r.res.Stop = TimedOut
-		r.res.Goal = r.o.goal()
+		res.Stop = TimedOut
+		res.Goal = r.o.goal()
 	default:
-		r.res.Stop = Failed
-		return r.res, err
+		res.Stop = Failed
+		return res, err
 	}
-	return r.res, nil
+	return res, nil
 }
 
 // isClosedPipe reports whether err comes from writing to a closed pipe.
@@ -313,7 +365,7 @@ func (r *run) filterFunc() func(id string, obj any) (bool, error) {
 		return nil
 	}
 	return func(id string, obj any) (bool, error) {
-		ok, err := r.o.Filter.Truthy(r.ctx, obj)
+		ok, err := r.o.Filter.Truthy(r.ctx, doc.TreeOf(obj))
 		return ok, r.evalError(id, err)
 	}
 }
@@ -323,7 +375,7 @@ func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
 		return nil
 	}
 	return func(id string, a, b any) (bool, error) {
-		eq, err := r.o.Equals.Equal(r.ctx, a, b)
+		eq, err := r.o.Equals.Equal(r.ctx, doc.TreeOf(a), doc.TreeOf(b))
 		return eq, r.evalError(id, err) // on error eq is false: print the change
 	}
 }
@@ -334,13 +386,13 @@ func (r *run) untilMet() (bool, error) {
 	if r.o.List {
 		objs := make([]any, 0, set.Len())
 		set.Ascend(func(_ string, obj any) bool {
-			objs = append(objs, obj)
+			objs = append(objs, doc.TreeOf(obj))
 			return true
 		})
 		view = objs
 	} else {
 		set.Ascend(func(_ string, obj any) bool {
-			view = obj
+			view = doc.TreeOf(obj)
 			return false
 		})
 	}

@@ -19,12 +19,13 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // obj returns n as the client hands it over.
-func obj(t *testing.T, n *apipb.Node) map[string]any {
+func obj(t *testing.T, n *apipb.Node) *doc.Doc {
 	t.Helper()
 	o, err := curator.Object(n)
 	if err != nil {

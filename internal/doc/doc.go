@@ -1,0 +1,67 @@
+// Package doc holds the objects nodewatch prints as the bytes it prints
+// them as, and decodes them for jq only when an expression asks.
+//
+// An object arrives as a record (an etcd value, a Curator node) and leaves
+// as a line of JSON. Decoding every record into a generic tree and
+// re-encoding the tree for every line (and for every "prev") cost most of
+// the CPU of a live stream and most of the memory of a large listing; most
+// objects are never looked at by a jq expression at all. A Doc keeps the
+// compact JSON, made once from the record, and makes the tree on first use.
+package doc
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Doc is a JSON value kept as its compact encoding. Its tree (what jq
+// sees) is decoded on the first call of Tree and kept. A Doc is not safe
+// for concurrent use: one goroutine decodes it, or none does.
+type Doc struct {
+	json    []byte
+	tree    any
+	decoded bool
+}
+
+// New returns the Doc of b, which must be one compact, valid JSON value
+// (as json.Compact or gojq.Marshal make it); New keeps b.
+func New(b []byte) *Doc { return &Doc{json: b} }
+
+// Compact returns the Doc of the JSON text b, compacted. It fails if b is
+// not exactly one JSON value.
+func Compact(b []byte) (*Doc, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return New(buf.Bytes()), nil
+}
+
+// JSON returns the compact encoding. The caller must not modify it.
+func (d *Doc) JSON() []byte { return d.json }
+
+// Tree returns the value decoded as encoding/json decodes into an any
+// with UseNumber (maps, slices, strings, json.Number, bool, nil), which
+// gojq takes as input. The caller must not modify it.
+func (d *Doc) Tree() any {
+	if !d.decoded {
+		// d.json is valid JSON by construction; should it not be, the
+		// tree is null rather than a crash in the middle of a watch.
+		d.tree, _ = Decode(d.json)
+		d.decoded = true
+	}
+	return d.tree
+}
+
+// Equal reports whether d and o have the same encoding (and is what
+// go-cmp compares Docs with).
+func (d *Doc) Equal(o *Doc) bool { return bytes.Equal(d.json, o.json) }
+
+// TreeOf returns v's tree if v is a *Doc, else v itself.
+func TreeOf(v any) any {
+	if d, ok := v.(*Doc); ok {
+		return d.Tree()
+	}
+	return v
+}
