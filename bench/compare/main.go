@@ -33,6 +33,10 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "measured" {
+		measuredMain(os.Args[2], os.Args[3:])
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "streams" {
 		if err := streamsMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare streams:", err)
@@ -92,11 +96,16 @@ func (t *table) add(l line) {
 
 // ratio adds a line comparing medians a (nodewatch) and b; target is the
 // highest acceptable a/b.
+// ratio adds the medians of a (nodewatch) and b (the other tool) and
+// their ratio; target > 0 is the highest ratio that meets the target.
 func (t *table) ratio(row int, what string, a, b []float64, unit func(float64) string, target float64) {
 	ma, mb := median(a), median(b)
 	r := ma / mb
-	t.add(line{row: row, what: what, nodewatch: unit(ma), other: unit(mb), ratio: fmt.Sprintf("%.2f", r),
-		target: fmt.Sprintf("≤ %.2f", target), met: yes(r <= target)})
+	l := line{row: row, what: what, nodewatch: unit(ma), other: unit(mb), ratio: fmt.Sprintf("%.2f", r), target: "-", met: "-"}
+	if target > 0 {
+		l.target, l.met = fmt.Sprintf("≤ %.2f", target), yes(r <= target)
+	}
+	t.add(l)
 }
 
 func yes(b bool) string {

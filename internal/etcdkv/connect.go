@@ -129,3 +129,16 @@ func (s *Source) Run(ctx context.Context, out nodeset.Sink) error {
 	w.Client = client
 	return w.Run(ctx, out)
 }
+
+// List connects, then reads the state once with the Watcher's List (page
+// by page, in ascending key order); it closes the client it opened.
+func (s *Source) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
+	client, err := Connect(ctx, s.Config, s.Watcher.Key, s.Watcher.Prefix)
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	w := s.Watcher
+	w.Client = client
+	return w.List(ctx, page)
+}

@@ -75,28 +75,49 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 }
 
 // list reads the whole range at one revision, page by page, retrying
-// transient errors until ctx ends.
+// transient errors until ctx ends; when the revision is compacted before
+// the last page was read, it starts again at the current one.
 func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
-	b := backoff.Backoff{Max: w.MaxBackoff}
 	for {
-		changes, rev, err := w.listOnce(ctx)
-		if err == nil {
-			return changes, rev, nil
+		var changes []nodeset.Change
+		rev, err := w.pages(ctx, func(page []nodeset.Change) error {
+			changes = append(changes, page...)
+			return nil
+		})
+		if errors.Is(err, errListCompacted) {
+			w.logf("list %q: %v; listing again", w.Key, err)
+			continue
 		}
-		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
-		}
-		if refused(err) {
-			return nil, 0, fmt.Errorf("list %q: %w", w.Key, err)
-		}
-		w.logf("list %q: %v (retrying)", w.Key, err)
-		if err := b.Wait(ctx); err != nil {
-			return nil, 0, err
-		}
+		return changes, rev, err
 	}
 }
 
-func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error) {
+// errListCompacted: the revision of a listing was compacted before its
+// last page was read.
+var errListCompacted = errors.New("the revision of the listing was compacted while it was read")
+
+// List reads the state once, as the initial listing of Run would be, and
+// hands it to page one page at a time, in ascending key order (etcd's
+// order), without keeping it: a large listing costs memory for one page.
+// It returns the revision of the listing; an error from page ends it and
+// is returned. Transient errors are retried where the listing stopped;
+// errors are as Run's, and a listing whose revision is compacted before
+// its last page was read fails (it cannot start over: pages were handed
+// on).
+func (w *Watcher) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
+	rev, err := w.pages(ctx, page)
+	if errors.Is(err, errListCompacted) {
+		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
+	}
+	return rev, err
+}
+
+// pages reads the range at one revision (the current one), page by page,
+// and hands each page's changes to fn. A transient error is retried from
+// where the listing stopped, at the same revision; it returns
+// errListCompacted when that revision is gone, ctx's error when ctx ends,
+// and an error when etcd refuses for good.
+func (w *Watcher) pages(ctx context.Context, fn func([]nodeset.Change) error) (int64, error) {
 	limit := w.PageSize
 	if limit <= 0 {
 		limit = DefaultPageSize
@@ -108,32 +129,47 @@ func (w *Watcher) listOnce(ctx context.Context) ([]nodeset.Change, int64, error)
 			key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
 		}
 	}
-	var (
-		changes []nodeset.Change
-		rev     int64
-	)
+	b := backoff.Backoff{Max: w.MaxBackoff}
+	var rev int64
 	for {
 		opts := []clientv3.OpOption{clientv3.WithLimit(limit), clientv3.WithRev(rev)}
 		if end != "" {
 			opts = append(opts, clientv3.WithRange(end))
 		}
 		resp, err := w.Client.Get(ctx, key, opts...)
-		if err != nil {
-			return nil, 0, fmt.Errorf("at rev %d: %w", rev, err)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case errors.Is(err, rpctypes.ErrCompacted):
+			return 0, errListCompacted
+		case refused(err):
+			return 0, fmt.Errorf("list %q: %w", w.Key, err)
+		default:
+			w.logf("list %q at rev %d: %v (retrying)", w.Key, rev, err)
+			if err := b.Wait(ctx); err != nil {
+				return 0, err
+			}
+			continue
 		}
+		b.Reset()
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
 		if w.onPage != nil {
 			w.onPage(len(resp.Kvs))
 		}
+		changes := make([]nodeset.Change, 0, len(resp.Kvs))
 		for _, kv := range resp.Kvs {
 			if c, ok := w.change(kv, false); ok {
 				changes = append(changes, c)
 			}
 		}
+		if err := fn(changes); err != nil {
+			return 0, err
+		}
 		if !resp.More || len(resp.Kvs) == 0 || end == "" {
-			return changes, rev, nil
+			return rev, nil
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}

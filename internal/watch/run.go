@@ -48,6 +48,18 @@ type Source interface {
 	Run(ctx context.Context, out nodeset.Sink) error
 }
 
+// Lister is a Source that can also read its state once, without
+// watching, and hand it over page by page in ascending id order. Run uses
+// it for --once (without --until), so that a large listing is printed as
+// it arrives instead of being held whole: memory for one page, and the
+// first line out before the last page is in.
+type Lister interface {
+	// List hands the state to page, one page at a time, every id once,
+	// pages in ascending id order, and returns the revision of the
+	// state (0 when unknown). An error from page ends it and is returned.
+	List(ctx context.Context, page func([]nodeset.Change) error) (rev int64, err error)
+}
+
 // DefaultWriteGrace is how long a blocked write may still finish once a
 // run has to end, unless Options.WriteGrace says otherwise.
 const DefaultWriteGrace = time.Second
@@ -178,12 +190,16 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	defer wg.Wait()
 	defer cancel(nil) // runs before wg.Wait
 
+	lister, streaming := src.(Lister)
+	streaming = streaming && o.Once && o.Until == nil
 	q := handoff.New(0)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		q.Close(src.Run(runCtx, q))
-	}()
+	if !streaming {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			q.Close(src.Run(runCtx, q))
+		}()
+	}
 	if o.Hangup != nil {
 		wg.Add(1)
 		go func() {
@@ -219,8 +235,13 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	}
 	done := make(chan ended, 1)
 	go func() {
-		res, err := r.loop(q)
-		done <- ended{res, err}
+		var e ended
+		if streaming {
+			e.res, e.err = r.list(lister)
+		} else {
+			e.res, e.err = r.loop(q)
+		}
+		done <- e
 	}()
 	select {
 	case e := <-done:
@@ -304,23 +325,74 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 		if silent {
 			return nil
 		}
-		if ev.Type == nodeset.BatchDone {
-			r.res.Batches++
-			r.batches.Add(1)
-			ev.Batch = r.res.Batches // number what is printed (--changes-only)
-		} else {
-			r.res.Events++
-			r.events.Add(1)
-		}
-		if err := r.enc.Encode(ev); err != nil {
-			return err
-		}
-		if r.o.Count > 0 && r.res.Events >= r.o.Count {
-			return errGoalMet
-		}
-		return nil
+		return r.print(ev)
 	})
 	return changed, err
+}
+
+// print prints ev, counts it, and returns errGoalMet once --count is met.
+func (r *run) print(ev nodeset.Event) error {
+	if ev.Type == nodeset.BatchDone {
+		r.res.Batches++
+		r.batches.Add(1)
+		ev.Batch = r.res.Batches // number what is printed (--changes-only)
+	} else {
+		r.res.Events++
+		r.events.Add(1)
+	}
+	if err := r.enc.Encode(ev); err != nil {
+		return err
+	}
+	if r.o.Count > 0 && r.res.Events >= r.o.Count {
+		return errGoalMet
+	}
+	return nil
+}
+
+// list is the run of --once over a Lister: it prints the initial state
+// page by page, as the follower would print it whole, and ends with its
+// batch_done. Each page goes through a follower of its own, so that
+// nothing of an earlier page is kept.
+func (r *run) list(l Lister) (Result, error) {
+	silent := r.o.ChangesOnly
+	var (
+		counts nodeset.Counts
+		last   string
+		pages  int
+	)
+	rev, err := l.List(r.ctx, func(page []nodeset.Change) error {
+		r.res.Received = true
+		r.received.Store(true)
+		// The pages' events must come out as one sorted listing.
+		top := last
+		for _, c := range page {
+			if pages > 0 && c.ID <= last {
+				return fmt.Errorf("listing out of order: %q after %q", c.ID, last)
+			}
+			top = max(top, c.ID)
+		}
+		last = top
+		pages++
+		f := nodeset.NewFollower(r.fol.Filter, r.fol.Equals)
+		return f.Apply(nodeset.Batch{Changes: page, Cause: nodeset.CauseInitial}, func(ev nodeset.Event) error {
+			switch {
+			case ev.Type == nodeset.BatchDone:
+				counts.New += ev.Counts.New
+				return nil
+			case silent:
+				return nil
+			}
+			return r.print(ev)
+		})
+	})
+	if err == nil && !silent {
+		err = r.print(nodeset.Event{Type: nodeset.BatchDone, Synced: true, Cause: nodeset.CauseInitial, Counts: counts, Rev: rev})
+	}
+	if err != nil && !errors.Is(err, errGoalMet) {
+		r.enc.Flush()
+		return r.end(err)
+	}
+	return r.goalMet()
 }
 
 // goalMet ends the run with its goal met, once what was printed is out.
