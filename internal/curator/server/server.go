@@ -7,6 +7,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
@@ -62,8 +64,8 @@ type ServerConfig struct {
 // records kept in etcd, as docs/reference.md describes the wire.
 //
 // One Run feeds all streams from a single etcd list-then-watch. It keeps
-// the current nodes in memory (decoded, by id); a resync after an etcd
-// compaction or outage broadcasts only real differences (by proto.Equal).
+// the current nodes in memory (each as its binary protobuf encoding, by id); a resync after an etcd
+// compaction or outage broadcasts only real differences (equal nodes have equal encodings).
 // Each Watch stream has its own handoff.Queue, and everything the stream
 // sends comes through it, the backlog included: broadcasting never
 // blocks, and a stream that cannot keep up receives the latest state of
@@ -102,6 +104,48 @@ var (
 	_ apipb.CuratorLocalServer = (*Server)(nil)
 )
 
+// wireNode is a node as the server keeps and sends it: the deterministic
+// binary protobuf encoding of its Node message. A hundred thousand nodes
+// cost what their encodings weigh, not what their decoded messages do;
+// equal nodes have equal encodings; and a node is encoded once, not once
+// for every stream it is sent on.
+type wireNode []byte
+
+func encodeNode(n *apipb.Node) (wireNode, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
+	}
+	return b, nil
+}
+
+// Field numbers of WatchEvent, for events put together from wireNodes.
+const (
+	fieldNodes          = 1
+	fieldNodeTombstones = 3
+	fieldTombstoneID    = 1
+)
+
+// appendNode appends n to the encoding of a WatchEvent, as one more of its
+// nodes.
+func appendNode(b []byte, n wireNode) []byte {
+	b = protowire.AppendTag(b, fieldNodes, protowire.BytesType)
+	return protowire.AppendBytes(b, n)
+}
+
+// nodeSize is what appendNode adds.
+func nodeSize(n wireNode) int { return protowire.SizeTag(fieldNodes) + protowire.SizeBytes(len(n)) }
+
+// event returns a WatchEvent whose nodes are the encoded nodes in raw (as
+// appendNode makes them): they travel as the message's unknown fields,
+// which proto.Marshal writes out as they are, and which a reader decodes
+// as the nodes field they are.
+func event(raw []byte) *apipb.WatchEvent {
+	ev := &apipb.WatchEvent{}
+	ev.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
+	return ev
+}
+
 // subscriber is one Watch stream's view of the broadcast.
 type subscriber struct {
 	id string         // the node watched; "" for all
@@ -118,7 +162,7 @@ func NewServer(cfg ServerConfig) *Server {
 		prefix = curator.DefaultPrefix
 	}
 	equal := func(_ string, a, b any) (bool, error) {
-		return proto.Equal(a.(*apipb.Node), b.(*apipb.Node)), nil
+		return bytes.Equal(a.(wireNode), b.(wireNode)), nil
 	}
 	return &Server{
 		cfg:    cfg,
@@ -170,7 +214,11 @@ func (s *Server) run(ctx context.Context) error {
 			if strings.Contains(id, "/") {
 				return nil, fmt.Errorf("not a node record: id %q contains '/'", id)
 			}
-			return curator.DecodeRecord(id, kv.Value)
+			n, err := curator.DecodeRecord(id, kv.Value)
+			if err != nil {
+				return nil, err
+			}
+			return encodeNode(n)
 		},
 		Logf:       s.logf,
 		MaxBackoff: s.cfg.MaxBackoff,
@@ -299,7 +347,7 @@ func (s *Server) subscribers() int {
 // marked PROGRESS_LAST_BACKLOGGED (an empty event with the marker when
 // there are no nodes); then one event per change, holding one node or one
 // tombstone. node_in_cluster: nothing until the node exists, then its
-// state, its changes, and a tombstone when it is deleted. Decoded nodes are
+// state, its changes, and a tombstone when it is deleted. Encoded nodes are
 // shared between streams and never modified.
 //
 // Errors: codes.InvalidArgument for an empty node id or one containing
@@ -347,9 +395,9 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 				// The wire has no way to say "this is everything now".
 				return status.Error(codes.Internal, "curator server: a full state after the backlog")
 			}
-			nodes := make([]*apipb.Node, 0, len(b.Changes))
+			nodes := make([]wireNode, 0, len(b.Changes))
 			for _, c := range b.Changes {
-				nodes = append(nodes, c.Object.(*apipb.Node))
+				nodes = append(nodes, c.Object.(wireNode))
 			}
 			if err := s.sendInitial(srv, id, nodes); err != nil {
 				return err
@@ -358,15 +406,15 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 			continue
 		}
 		for _, c := range b.Changes {
-			ev := &apipb.WatchEvent{}
+			var ev *apipb.WatchEvent
 			switch {
 			case !c.Deleted:
-				ev.Nodes = []*apipb.Node{c.Object.(*apipb.Node)}
+				ev = event(appendNode(nil, c.Object.(wireNode)))
 				known = true
 			case id != "" && !known:
 				continue
 			default:
-				ev.NodeTombstones = []*apipb.NodeTombstone{{NodeId: c.ID}}
+				ev = &apipb.WatchEvent{NodeTombstones: []*apipb.NodeTombstone{{NodeId: c.ID}}}
 				known = false
 			}
 			if err := srv.Send(ev); err != nil {
@@ -378,12 +426,12 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 
 // sendInitial sends what a stream starts with: for nodes_in_cluster (id
 // "") the backlog, for node_in_cluster the node if it exists.
-func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []*apipb.Node) error {
+func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []wireNode) error {
 	if id != "" {
 		if len(nodes) == 0 {
 			return nil
 		}
-		return srv.Send(&apipb.WatchEvent{Nodes: nodes})
+		return srv.Send(event(appendNode(nil, nodes[0])))
 	}
 	limit := curator.MaxEventSize
 	if s.eventLimit > 0 {
@@ -394,22 +442,31 @@ func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []*
 
 // sendBacklog sends nodes in events of at most limit bytes, the last one
 // (possibly holding no nodes) marked PROGRESS_LAST_BACKLOGGED.
-func sendBacklog(srv apipb.Curator_WatchServer, nodes []*apipb.Node, limit int) error {
+func sendBacklog(srv apipb.Curator_WatchServer, nodes []wireNode, limit int) error {
 	// What the progress field costs: its tag and a one-byte enum value.
 	// Every event reserves it, so that the last one fits too.
 	const marker = 2
-	ev, size := &apipb.WatchEvent{}, marker
+	rest := 0 // what the nodes not yet in an event weigh
 	for _, n := range nodes {
-		ns := protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(n))
-		if len(ev.Nodes) > 0 && size+ns > limit {
-			if err := srv.Send(ev); err != nil {
+		rest += nodeSize(n)
+	}
+	// Each event gets a buffer of the size it will have, so that a
+	// backlog costs its own size once, not again in growing buffers.
+	var raw []byte
+	for _, n := range nodes {
+		if len(raw) > 0 && marker+len(raw)+nodeSize(n) > limit {
+			if err := srv.Send(event(raw)); err != nil {
 				return err
 			}
-			ev, size = &apipb.WatchEvent{}, marker
+			raw = nil // the message sent must not change (grpc's SendMsg)
 		}
-		ev.Nodes = append(ev.Nodes, n)
-		size += ns
+		if raw == nil {
+			raw = make([]byte, 0, min(rest, limit))
+		}
+		raw = appendNode(raw, n)
+		rest -= nodeSize(n)
 	}
+	ev := event(raw)
 	ev.Progress = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
 	return srv.Send(ev)
 }
