@@ -157,9 +157,12 @@ func TestServerStalledClient(t *testing.T) {
 
 	eagerEvents := eager.waitFor(want)
 
-	// Read on: the stalled client must catch up with etcd exactly.
+	// Read on: the stalled client must catch up with etcd exactly. It
+	// fails once no event has come for curatortest.Timeout: a loaded
+	// machine may be slow, a lost change never comes.
 	stalledEvents := 0
-	deadline := time.Now().Add(curatortest.Timeout)
+	quiet := time.NewTimer(curatortest.Timeout)
+	defer quiet.Stop()
 	for got.diff(want) != "" {
 		select {
 		case ev, ok := <-stalled.Events:
@@ -168,8 +171,9 @@ func TestServerStalledClient(t *testing.T) {
 			}
 			got.apply(ev)
 			stalledEvents++
-		case <-time.After(time.Until(deadline)):
-			t.Fatalf("after %d events the stalled client's view differs from etcd: %s", stalledEvents, got.diff(want))
+			quiet.Reset(curatortest.Timeout)
+		case <-quiet.C:
+			t.Fatalf("no event for %v after %d events, and the stalled client's view differs from etcd: %s", curatortest.Timeout, stalledEvents, got.diff(want))
 		}
 	}
 	if stalledEvents >= eagerEvents {
@@ -274,10 +278,12 @@ func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 }
 
 // waitFor waits until the view equals want and returns how many events
-// after the backlog it took.
+// after the backlog it took. It fails once the view has not changed for
+// curatortest.Timeout.
 func (e *eagerView) waitFor(want view) int {
 	e.t.Helper()
-	deadline := time.After(curatortest.Timeout)
+	quiet := time.NewTimer(curatortest.Timeout)
+	defer quiet.Stop()
 	for {
 		e.mu.Lock()
 		d, n := e.v.diff(want), e.events
@@ -287,8 +293,9 @@ func (e *eagerView) waitFor(want view) int {
 		}
 		select {
 		case <-e.changed:
-		case <-deadline:
-			e.t.Fatalf("the eager reader did not catch up within %v: %s", curatortest.Timeout, d)
+			quiet.Reset(curatortest.Timeout)
+		case <-quiet.C:
+			e.t.Fatalf("the eager reader's view did not change for %v and differs: %s", curatortest.Timeout, d)
 		}
 	}
 }
