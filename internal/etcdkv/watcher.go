@@ -15,11 +15,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -204,21 +209,49 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 
 // watchOnce runs one etcd watch from rev+1 and returns the last revision
 // it delivered, with the error that ended it.
+//
+// It speaks etcd's Watch RPC itself rather than through clientv3's
+// Watcher, which hands every response through three goroutines of its
+// own before the caller sees it; a live stream paid those wakeups on
+// every event. The connection (and its credentials) is the client's.
+// Errors are as clientv3 makes them: a compaction is
+// rpctypes.ErrCompacted, a watch cancelled by the server carries its
+// reason as codes.FailedPrecondition.
 func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRev(rev + 1)}
-	if w.Prefix {
-		opts = append(opts, clientv3.WithPrefix())
+	// The call options clientv3 gives every call: wait for the
+	// connection, and no 4 MiB cap on a response (a transaction of large
+	// values is one response).
+	stream, err := pb.NewWatchClient(w.Client.ActiveConnection()).Watch(wctx, grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32))
+	if err != nil {
+		return rev, rpctypes.Error(err)
 	}
-	for resp := range w.Client.Watch(wctx, w.Key, opts...) {
-		if err := resp.Err(); err != nil {
-			return rev, err
+	create := &pb.WatchCreateRequest{Key: []byte(w.Key), StartRevision: rev + 1}
+	if w.Prefix {
+		create.RangeEnd = []byte(clientv3.GetPrefixRangeEnd(w.Key))
+		if w.Key == "" {
+			create.Key = []byte{0} // every key, as clientv3.WithPrefix has it
 		}
-		if resp.IsProgressNotify() {
-			continue
+	}
+	if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
+		return rev, rpctypes.Error(err)
+	}
+	for {
+		resp, err := stream.Recv()
+		switch {
+		case err != nil:
+			return rev, rpctypes.Error(err)
+		case resp.CompactRevision != 0:
+			return rev, rpctypes.ErrCompacted
+		case resp.Canceled && resp.CancelReason != "":
+			return rev, rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
+		case resp.Canceled:
+			return rev, rpctypes.ErrFutureRev
 		}
-		// One batch per revision: one transaction, one batch.
+		// One batch per revision: one transaction, one batch. A
+		// response without events (the watch was created, progress) has
+		// none.
 		events := resp.Events
 		for len(events) > 0 {
 			r := events[0].Kv.ModRevision
@@ -228,7 +261,7 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 			}
 			b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r}
 			for _, ev := range events[:n] {
-				if c, ok := w.change(ev.Kv, ev.Type == clientv3.EventTypeDelete); ok {
+				if c, ok := w.change(ev.Kv, ev.Type == mvccpb.DELETE); ok {
 					b.Changes = append(b.Changes, c)
 				}
 			}
@@ -237,7 +270,6 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 			events = events[n:]
 		}
 	}
-	return rev, errors.New("watch channel closed")
 }
 
 // change turns a key-value into a Change. A record that cannot be decoded

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -267,16 +269,15 @@ func TestServerBadRecords(t *testing.T) {
 	diffEvent(t, nodesEvent(0, curatortest.Node("n2", up, "b")), w.Next())
 }
 
-// countingWatcher counts the etcd watches opened through it; they are
-// real ones.
-type countingWatcher struct {
-	clientv3.Watcher
-	n atomic.Int32
-}
+// watchStreams counts the etcd Watch streams a client opens: a stream
+// interceptor on its connection.
+type watchStreams struct{ n atomic.Int32 }
 
-func (w *countingWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
-	w.n.Add(1)
-	return w.Watcher.Watch(ctx, key, opts...)
+func (w *watchStreams) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if method == "/etcdserverpb.Watch/Watch" {
+		w.n.Add(1)
+	}
+	return streamer(ctx, desc, cc, method, opts...)
 }
 
 // TestServerSharedWatch: any number of streams share one etcd watch.
@@ -284,9 +285,13 @@ func TestServerSharedWatch(t *testing.T) {
 	t.Parallel()
 	st := curatortest.NewStore(t)
 	st.Put(curatortest.Node("n1", up, "a"))
-	ec := etcdtest.Client(t, st.URL)
-	cw := &countingWatcher{Watcher: ec.Watcher}
-	ec.Watcher = cw
+	var cw watchStreams
+	ec, err := clientv3.New(clientv3.Config{Endpoints: []string{st.URL}, DialTimeout: etcdtest.Timeout, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(cw.intercept)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ec.Close() }) // after the server's cleanup: LIFO
 	s := startServer(t, ServerConfig{Etcd: ec})
 	g := curatortest.ServeGRPC(t, "", s)
 	w1 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
