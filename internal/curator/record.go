@@ -2,7 +2,6 @@ package curator
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -54,11 +53,7 @@ func EncodeRecord(n *apipb.Node) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
-	}
-	return buf.Bytes(), nil
+	return doc.CompactValid(b), nil // protojson's output is valid JSON
 }
 
 // EncodeRecordBinary encodes n as a binary protobuf node record,

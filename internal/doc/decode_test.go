@@ -131,6 +131,27 @@ func TestDecodeModel(t *testing.T) {
 	}
 }
 
+// TestCompactValid: CompactValid makes json.Compact's bytes of every valid
+// random value.
+func TestCompactValid(t *testing.T) {
+	for seed := range int64(20000) {
+		r := rand.New(rand.NewSource(seed))
+		var b strings.Builder
+		genValue(r, &b, 0)
+		in := []byte(b.String())
+		if !json.Valid(in) {
+			continue
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, in); err != nil {
+			t.Fatal(err)
+		}
+		if got := CompactValid(bytes.Clone(in)); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("CompactValid(%q) = %q, want %q", in, got, want.Bytes())
+		}
+	}
+}
+
 func TestDecodeCases(t *testing.T) {
 	for _, in := range []string{
 		``, ` `, `{`, `}`, `[`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `01`, `-`, `1.`, `.5`, `1e`, `1e+`,

@@ -65,3 +65,48 @@ func TreeOf(v any) any {
 	}
 	return v
 }
+
+// CompactValid returns b without insignificant space, as json.Compact
+// would, for b that is known to be valid JSON (as an encoder's output
+// is); it does not check, which makes it a few times faster. It returns b
+// itself when there is no such space.
+func CompactValid(b []byte) []byte {
+	i := 0
+	for ; i < len(b); i++ {
+		if isSpace(b[i]) || b[i] == '"' {
+			break
+		}
+	}
+	var out []byte
+	inString, escaped := false, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case isSpace(c):
+			if out == nil {
+				out = append(make([]byte, 0, len(b)), b[:j]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
