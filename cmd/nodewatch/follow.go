@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -115,6 +116,9 @@ func parseWatchOptions(c *cli.Context, defaultEquals string) (*watchOptions, err
 // follow runs the watch pipeline from src to stdout and turns how it
 // ended into the command's result (see exit.go).
 func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) error {
+	if watchOnOneProc {
+		runtime.GOMAXPROCS(1)
+	}
 	tty := isTerminal(e.stdout)
 	res, err := watch.Run(ctx, src, e.stdout, watch.Options{
 		Filter:      o.filter,

@@ -18,11 +18,21 @@ func main() {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	endProfiles := startProfiles()
+	watchOnOneProc = os.Getenv("GOMAXPROCS") == ""
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	endProfiles()
 	os.Exit(code)
 }
+
+// watchOnOneProc: the watching commands (key, nodes, node) run on one P
+// (GOMAXPROCS=1) unless the GOMAXPROCS variable says otherwise. A watch is
+// a pipeline of goroutines handing over one event at a time: on one P a
+// hand-over is a run-queue push; on two it wakes a sleeping thread and an
+// idle P spins looking for work. On a live stream that was a seventh of
+// nodewatch's CPU; a large --once listing got faster too (BENCHMARKS.md).
+// main sets it; in-process tests leave the test binary alone.
+var watchOnOneProc bool
 
 // startProfiles starts the profiles that NODEWATCH_CPUPROFILE and
 // NODEWATCH_MEMPROFILE ask for (files written when the run ends; see
