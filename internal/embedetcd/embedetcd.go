@@ -109,8 +109,11 @@ func (s *Server) Kill() {
 }
 
 // FreeAddr returns a loopback host:port that was free a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func FreeAddr() (string, error) { return FreeAddrOn("127.0.0.1") }
+
+// FreeAddrOn returns host:port, a port of host that was free a moment ago.
+func FreeAddrOn(host string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
 	}

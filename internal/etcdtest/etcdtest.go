@@ -6,10 +6,14 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,13 +247,18 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, servers: make([]*embedetcd.Server, n)}
+	// A killed member restarts on its own addresses, which must still be
+	// free then. On 127.0.0.1 the kernel hands its ports to anyone asking
+	// for a free one (other tests, outgoing connections); a loopback
+	// address of the cluster's own keeps them out.
+	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
 	var initial []string
 	for i := 0; i < n; i++ {
-		client, err := embedetcd.FreeAddr()
+		client, err := embedetcd.FreeAddrOn(host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		peer, err := embedetcd.FreeAddr()
+		peer, err := embedetcd.FreeAddrOn(host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,10 +310,19 @@ func (c *Cluster) Kill(i int) {
 }
 
 // Restart starts member i again on its data and addresses; the other
-// members must have a quorum.
+// members must have a quorum. An address still in use (the killed member's
+// sockets closing, a stranger) is tried again for up to Timeout.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	if err := c.start(i); err != nil {
-		c.t.Fatal(err)
+	deadline := time.Now().Add(Timeout)
+	for {
+		err := c.start(i)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			c.t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
