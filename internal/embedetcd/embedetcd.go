@@ -4,10 +4,12 @@
 package embedetcd
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -46,7 +48,21 @@ type Config struct {
 
 // Start starts etcd and waits until it serves clients, up to a minute.
 // The caller must Close it.
+//
+// A port that Start picks was free a moment before etcd binds it; another
+// process (a test beside this one, a connection's own port) may take it in
+// between. Start then tries again with other ports, a few times.
 func Start(cfg Config) (*Server, error) {
+	picked := cfg.ClientAddr == "" || cfg.PeerAddr == ""
+	for attempt := 1; ; attempt++ {
+		s, err := start(cfg)
+		if err == nil || !picked || !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			return s, err
+		}
+	}
+}
+
+func start(cfg Config) (*Server, error) {
 	clientAddr := cfg.ClientAddr
 	if clientAddr == "" {
 		var err error
