@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
 )
@@ -49,6 +50,9 @@ type watchOptions struct {
 	list bool
 	// summary is what -o text shows of an object; nil shows it all.
 	summary func(obj any) string
+	// changeRoot is the part of an object whose changes -o text shows
+	// for an update (nil: all of it).
+	changeRoot doc.Path
 	// target names what is watched in messages, e.g. "curator at a,b".
 	target string
 }
@@ -136,6 +140,8 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 			FlushEachLine: tty,
 			Color:         tty && e.getenv("NO_COLOR") == "",
 			Summary:       o.summary,
+			ChangeRoot:    o.changeRoot,
+			Width:         terminalWidth(e.stdout),
 		},
 		Logf:   e.logf,
 		Hangup: func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },

@@ -75,6 +75,7 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
 	o.list = o.prefix
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
+	o.changeRoot = doc.Path{"value"} // the revisions change with every update
 	o.summary = func(obj any) string {
 		// -o text shows the value; the revisions are noise to a human.
 		m, _ := doc.TreeOf(obj).(map[string]any)

@@ -47,8 +47,8 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		t.Skip("jq is not installed (.ci/run installs it)")
 	}
 	recipes := readmeRecipes(t)
-	if len(recipes) != 5 {
-		t.Fatalf("README has %d recipes, this test knows 5", len(recipes))
+	if len(recipes) != 6 {
+		t.Fatalf("README has %d recipes, this test knows 6", len(recipes))
 	}
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
@@ -96,8 +96,19 @@ func TestE2EReadmeRecipes(t *testing.T) {
 			t.Fatalf("output %q", out)
 		}
 	})
+	t.Run("what each update changed", func(t *testing.T) {
+		// The pipeline never ends by itself: take its first line.
+		snippet := strings.TrimSpace(recipes[3]) + " | head -n 1"
+		out := recipe(t, snippet, func(i int, _ string) {
+			putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.1.0."+strconv.Itoa(i)))
+		})
+		want := `^\{"id":"metropolis-c{32}","changes":\[\{"path":\["status","external_address"\],"old":"10\.[01]\.0\.[c\d]+","new":"10\.1\.0\.\d+"\}\]\}\n$`
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Fatalf("output %q, want it to match %s", out, want)
+		}
+	})
 	t.Run("count nodes by state", func(t *testing.T) {
-		out := recipe(t, recipes[3], nil)
+		out := recipe(t, recipes[4], nil)
 		if got := strings.Join(strings.Fields(out), ""); got != `{"NODE_STATE_UP":3}` {
 			t.Fatalf("output %q", out)
 		}
@@ -137,7 +148,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		}
 	})
 	t.Run("stop at the first deletion", func(t *testing.T) {
-		out := recipe(t, recipes[4], func(i int, _ string) {
+		out := recipe(t, recipes[5], func(i int, _ string) {
 			id := strings.Repeat("e", 30) + itoa2(i)
 			if i%2 == 0 {
 				putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, ""))

@@ -18,6 +18,20 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// terminalWidth returns the width of the terminal w is, or 0 when w is
+// not a terminal.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // waitHangup blocks until the reader of w goes away (`| head -1`
 // exited), even if nothing is being written: a quiet watch would
 // otherwise only notice at its next write, which may never come. It

@@ -39,7 +39,13 @@ func BenchmarkEncodeUpdatedTree(b *testing.B) {
 
 func benchmarkEncodeUpdated(b *testing.B, obj any) {
 	e := NewEncoder(io.Discard, Options{})
-	ev := nodeset.Event{Type: nodeset.Updated, ID: "metropolis-208b1dedfbcc7806c84d62cd892a1740", Object: obj, Prev: obj}
+	// prev differs from obj in one field, as most updates of a node do.
+	prevText := strings.Replace(nodeText, `"10.52.247.240"`, `"10.52.247.241"`, 1)
+	var prev any = doc.New([]byte(prevText))
+	if _, isDoc := obj.(*doc.Doc); !isDoc {
+		prev, _ = doc.Decode([]byte(prevText))
+	}
+	ev := nodeset.Event{Type: nodeset.Updated, ID: "metropolis-208b1dedfbcc7806c84d62cd892a1740", Object: obj, Prev: prev}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if err := e.Encode(ev); err != nil {

@@ -57,6 +57,12 @@ type Options struct {
 	// Summary returns the part of an object that a Text line shows; nil
 	// shows the whole object as compact JSON.
 	Summary func(obj any) string
+	// ChangeRoot is the part of an object whose changes a Text update
+	// shows, one line each, with paths relative to it (for a key: its
+	// value). Nil shows every change.
+	ChangeRoot doc.Path
+	// Width is how wide a Text change line may be; 0 means 100.
+	Width int
 }
 
 // Encoder writes events to an io.Writer. It is not safe for concurrent
@@ -65,6 +71,7 @@ type Encoder struct {
 	w    *bufio.Writer
 	opts Options
 	line bytes.Buffer
+	diff doc.Differ
 	err  error
 }
 
@@ -108,6 +115,10 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	default:
 		b.WriteString(`,"id":`)
 		writeValue(b, ID(ev.ID))
+		if ev.Type == nodeset.Updated {
+			b.WriteString(`,"changed":`)
+			writePaths(b, e.changed(ev))
+		}
 		if ev.Type != nodeset.Deleted {
 			b.WriteString(`,"object":`)
 			writeValue(b, ev.Object)
@@ -197,7 +208,7 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 	e.color(b, ansiReset)
 	b.WriteByte(' ')
 	if id, ok := ID(ev.ID).(string); ok {
-		b.WriteString(id)
+		b.WriteString(sanitize(id))
 	} else {
 		writeValue(b, ID(ev.ID))
 	}
@@ -206,9 +217,12 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 	}
 	b.WriteString("  ")
 	if e.opts.Summary != nil {
-		b.WriteString(e.opts.Summary(ev.Object))
+		b.WriteString(sanitize(e.opts.Summary(ev.Object)))
 	} else {
 		writeValue(b, ev.Object)
+	}
+	if ev.Type == nodeset.Updated {
+		e.textChanges(b, ev)
 	}
 }
 
@@ -216,6 +230,58 @@ func (e *Encoder) color(b *bytes.Buffer, code string) {
 	if e.opts.Color {
 		b.WriteString(code)
 	}
+}
+
+// changed returns the paths at which an update's object differs from
+// its prev (valid until the next call).
+func (e *Encoder) changed(ev nodeset.Event) []doc.Path {
+	return e.diff.Diff(asDoc(ev.Prev), asDoc(ev.Object))
+}
+
+// asDoc returns v as a Doc: itself if it is one, else its encoding.
+func asDoc(v any) *doc.Doc {
+	if d, ok := v.(*doc.Doc); ok {
+		return d
+	}
+	out, _ := gojq.Marshal(v) // never fails for the types gojq accepts
+	return doc.New(out)
+}
+
+// writePaths writes paths as JSON: an array of jq paths.
+func writePaths(b *bytes.Buffer, paths []doc.Path) {
+	b.WriteByte('[')
+	for i, p := range paths {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for j, step := range p {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			switch s := step.(type) {
+			case int:
+				b.WriteString(strconv.Itoa(s))
+			case string:
+				writeString(b, s)
+			}
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+}
+
+// writeString writes s as a JSON string, as writeValue would.
+func writeString(b *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			writeValue(b, s) // escapes, or UTF-8 to check
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // ID returns how an id is printed: the string itself when it is valid

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -26,7 +29,13 @@ func TestEncoderLines(t *testing.T) {
 	}, {
 		name: "updated without rev (Curator)",
 		ev:   nodeset.Event{Type: nodeset.Updated, ID: "n1", Object: 2, Prev: 1},
-		want: `{"type":"updated","id":"n1","object":2,"prev":1}` + "\n",
+		want: `{"type":"updated","id":"n1","changed":[[]],"object":2,"prev":1}` + "\n",
+	}, {
+		name: "updated: changed paths in jq's order, keys escaped",
+		ev: nodeset.Event{Type: nodeset.Updated, ID: "n1",
+			Prev:   doc.New([]byte(`{"s":{"b":1,"a\"":[1,2]},"gone":true}`)),
+			Object: doc.New([]byte(`{"s":{"a\"":[1,3],"b":1},"new":null}`))},
+		want: `{"type":"updated","id":"n1","changed":[["gone"],["new"],["s","a\"",1]],"object":{"s":{"a\"":[1,3],"b":1},"new":null},"prev":{"s":{"b":1,"a\"":[1,2]},"gone":true}}` + "\n",
 	}, {
 		name: "deleted with binary id",
 		ev:   nodeset.Event{Type: nodeset.Deleted, ID: "\xff", Prev: nil, Rev: 3},
@@ -119,6 +128,7 @@ func TestEncoderText(t *testing.T) {
 		opts: Options{Format: Text, Now: at},
 		want: "14:03:07 new      /a  {\"v\":1}\n" +
 			"14:03:07 updated  /a  {\"v\":2}\n" +
+			"           .v: 1 → 2\n" +
 			"14:03:07 deleted  /a\n" +
 			"14:03:07 batch 3 (change): 1 new, 1 updated, 1 deleted; synced, rev 8\n",
 	}, {
@@ -126,6 +136,7 @@ func TestEncoderText(t *testing.T) {
 		opts: Options{Format: Text, Now: at, Color: true, Summary: func(obj any) string { return "S" }},
 		want: "14:03:07 \x1b[32mnew     \x1b[0m /a  S\n" +
 			"14:03:07 \x1b[33mupdated \x1b[0m /a  S\n" +
+			"           .v: \x1b[31m1\x1b[0m → \x1b[32m2\x1b[0m\n" +
 			"14:03:07 \x1b[31mdeleted \x1b[0m /a\n" +
 			"14:03:07 \x1b[2mbatch 3 (change): 1 new, 1 updated, 1 deleted; synced, rev 8\x1b[0m\n",
 	}}
@@ -142,5 +153,106 @@ func TestEncoderText(t *testing.T) {
 				t.Errorf("text (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestEncoderTextChanges: an update in -o text shows each changed path as
+// "path: old → new" under ChangeRoot, values shortened to the width.
+func TestEncoderTextChanges(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
+	long := `"` + strings.Repeat("x", 80) + `"`
+	many, manyPrev := "{", "{"
+	for i := range 12 {
+		many += fmt.Sprintf(`"k%02d":%d,`, i, i)
+		manyPrev += fmt.Sprintf(`"k%02d":%d,`, i, -i-1)
+	}
+	many, manyPrev = many+`"z":0}`, manyPrev+`"z":0}`
+	tests := []struct {
+		name      string
+		root      doc.Path
+		prev, obj string
+		want      string
+	}{{
+		name: "nested, added, removed, odd keys",
+		prev: `{"a":{"b c":1},"if":2,"gone":"x"}`,
+		obj:  `{"a":{"b c":2},"if":3,"added":[1]}`,
+		want: "           .a[\"b c\"]: 1 → 2\n" +
+			"           .added: (absent) → [1]\n" +
+			"           .gone: \"x\" → (absent)\n" +
+			"           .[\"if\"]: 2 → 3\n",
+	}, {
+		name: "arrays: an element, or the list when its length changes",
+		prev: `{"r":[{"n":1},{"n":2}],"l":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28]}`,
+		obj:  `{"r":[{"n":1},{"n":5}],"l":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29]}`,
+		want: "           .l: [28 items] → [29 items]\n" +
+			"           .r[1].n: 2 → 5\n",
+	}, {
+		name: "a key's JSON value: paths relative to it",
+		root: doc.Path{"value"},
+		prev: `{"mod_revision":4,"value":{"replicas":2,"image":"a"},"version":1}`,
+		obj:  `{"mod_revision":5,"value":{"replicas":3,"image":"a"},"version":2}`,
+		want: "           .replicas: 2 → 3\n",
+	}, {
+		name: "a key's text value: old → new, long strings cut",
+		root: doc.Path{"value"},
+		prev: `{"mod_revision":4,"value":"hello","version":1}`,
+		obj:  `{"mod_revision":5,"value":` + long + `,"version":2}`,
+		want: "           \"hello\" → \"" + strings.Repeat("x", 40) + "…\"\n",
+	}, {
+		name: "a key re-put with the same value",
+		root: doc.Path{"value"},
+		prev: `{"mod_revision":4,"value":1,"version":1}`,
+		obj:  `{"mod_revision":5,"value":1,"version":2}`,
+		want: "           (.value unchanged)\n",
+	}, {
+		name: "binary values",
+		root: doc.Path{"value"},
+		prev: `{"value":{"base64":"/wA="}}`,
+		obj:  `{"value":{"base64":"/wE="}}`,
+		want: "           .base64: \"/wA=\" → \"/wE=\"\n",
+	}, {
+		name: "many changes summed up",
+		prev: manyPrev,
+		obj:  many,
+		want: func() string {
+			var s string
+			for i := range 10 {
+				s += fmt.Sprintf("           .k%02d: %d → %d\n", i, -i-1, i)
+			}
+			return s + "           … and 2 more\n"
+		}(),
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			e := NewEncoder(&buf, Options{Format: Text, Now: at, ChangeRoot: tt.root, Width: 100, Summary: func(any) string { return "S" }})
+			ev := nodeset.Event{Type: nodeset.Updated, ID: "/x\x1b[2J", Prev: doc.New([]byte(tt.prev)), Object: doc.New([]byte(tt.obj))}
+			if err := e.Encode(ev); err != nil {
+				t.Fatal(err)
+			}
+			e.Flush()
+			want := "14:03:07 updated  /x\ufffd[2J  S\n" + tt.want
+			if diff := cmp.Diff(want, buf.String()); diff != "" {
+				t.Errorf("text (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFormatPath(t *testing.T) {
+	for _, c := range []struct {
+		p    doc.Path
+		want string
+	}{
+		{nil, "."},
+		{doc.Path{"a", "b_2"}, ".a.b_2"},
+		{doc.Path{0, "a"}, ".[0].a"},
+		{doc.Path{"roles", 3}, ".roles[3]"},
+		{doc.Path{"x.y", "2a", "and", "é"}, `.["x.y"]["2a"]["and"]["é"]`},
+		{doc.Path{""}, `.[""]`},
+	} {
+		if got := FormatPath(c.p); got != c.want {
+			t.Errorf("FormatPath(%#v) = %s, want %s", c.p, got, c.want)
+		}
 	}
 }

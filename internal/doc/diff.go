@@ -1,0 +1,300 @@
+package doc
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
+
+// Path is a place in a JSON value as jq writes it (path(f), paths,
+// getpath): object keys as strings, array indices as ints. The empty
+// path is the value itself.
+type Path []any
+
+// Diff returns the paths at which a and b differ, so that a user sees
+// what an update changed. It works on the encodings, without decoding
+// either tree:
+//
+//   - objects are compared member by member, by key: a key on one side
+//     only is a path of its own (added or removed); member order does not
+//     count;
+//   - arrays of the same length are compared element by element; arrays
+//     whose lengths differ are one path, the array's;
+//   - any other difference (a scalar, a change of type) is the path of the
+//     value.
+//
+// Values are equal when their encodings are (as Doc.Equal), so 1 and 1.0
+// differ. Paths come in jq's sort order: by key in byte order, then by
+// index; a path's own members never also appear below it. Diff of equal
+// Docs is nil.
+func Diff(a, b *Doc) []Path {
+	var d Differ
+	return d.Diff(a, b)
+}
+
+// Differ computes Diff, reusing its memory from one call to the next
+// (an encoder diffs every update it writes). The zero value is ready to
+// use; it is not safe for concurrent use.
+type Differ struct {
+	path    []step
+	out     []Path
+	scratch [][2][]member
+}
+
+// A step is one element of the path being walked: a key (the key's
+// bytes, unescaped) or an index.
+type step struct {
+	key   []byte
+	index int
+}
+
+// Diff returns Diff(a, b). The result is valid until the next call.
+func (d *Differ) Diff(a, b *Doc) []Path {
+	d.out = d.out[:0]
+	d.diff(a.json, b.json)
+	if len(d.out) == 0 {
+		return nil
+	}
+	return d.out
+}
+
+func (d *Differ) found() {
+	p := make(Path, len(d.path))
+	for i, s := range d.path {
+		if s.key != nil {
+			p[i] = string(s.key)
+		} else {
+			p[i] = s.index
+		}
+	}
+	d.out = append(d.out, p)
+}
+
+func (d *Differ) diff(a, b []byte) {
+	if bytes.Equal(a, b) {
+		return
+	}
+	switch {
+	case a[0] == '{' && b[0] == '{':
+		depth := len(d.path)
+		for len(d.scratch) <= depth {
+			d.scratch = append(d.scratch, [2][]member{make([]member, 0, 16), make([]member, 0, 16)})
+		}
+		ma, mb := members(a, d.scratch[depth][0][:0]), members(b, d.scratch[depth][1][:0])
+		d.scratch[depth] = [2][]member{ma, mb}
+		i, j := 0, 0
+		for i < len(ma) || j < len(mb) {
+			var c int
+			switch {
+			case i == len(ma):
+				c = 1
+			case j == len(mb):
+				c = -1
+			default:
+				c = bytes.Compare(ma[i].key, mb[j].key)
+			}
+			switch {
+			case c < 0:
+				d.path = append(d.path, step{key: ma[i].key})
+				d.found()
+				i++
+			case c > 0:
+				d.path = append(d.path, step{key: mb[j].key})
+				d.found()
+				j++
+			default:
+				d.path = append(d.path, step{key: ma[i].key})
+				d.diff(ma[i].val, mb[j].val)
+				i++
+				j++
+			}
+			d.path = d.path[:len(d.path)-1]
+		}
+		return
+	case a[0] == '[' && b[0] == '[':
+		if n := count(a); n != count(b) {
+			break
+		}
+		i, j := skipSpace(a, 1), skipSpace(b, 1)
+		for k := 0; i < len(a) && a[i] != ']'; k++ {
+			ei, ej := valueEnd(a, i), valueEnd(b, j)
+			d.path = append(d.path, step{index: k})
+			d.diff(a[i:ei], b[j:ej])
+			d.path = d.path[:len(d.path)-1]
+			i, j = next(a, ei), next(b, ej)
+		}
+		return
+	}
+	d.found()
+}
+
+// At returns the encoding of the value at p in d, and whether there is
+// one: a key that is absent, an index out of range or a step into a
+// scalar has none.
+func At(d *Doc, p Path) ([]byte, bool) {
+	v := d.json
+	for _, step := range p {
+		found := false
+		switch s := step.(type) {
+		case string:
+			if v[0] != '{' {
+				return nil, false
+			}
+			for _, m := range members(v, nil) {
+				if string(m.key) == s {
+					v, found = m.val, true
+				}
+			}
+		case int:
+			if v[0] != '[' {
+				return nil, false
+			}
+			if es := elements(v); s >= 0 && s < len(es) {
+				v, found = es[s], true
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// A member is one key (unescaped) and the encoding of its value.
+type member struct {
+	key []byte
+	val []byte
+}
+
+// members appends the members of the object encoded in b to ms, sorted
+// by key; of a key given twice the last one counts, as when decoding.
+func members(b []byte, ms []member) []member {
+	i := skipSpace(b, 1)
+	for i < len(b) && b[i] != '}' {
+		end := valueEnd(b, i)
+		key := b[i:end]
+		i = skipSpace(b, end)
+		i = skipSpace(b, i+1) // ':'
+		vend := valueEnd(b, i)
+		ms = append(ms, member{key: decodeKey(key), val: b[i:vend]})
+		i = next(b, vend)
+	}
+	if !slices.IsSortedFunc(ms, byKey) {
+		slices.SortStableFunc(ms, byKey)
+	}
+	// Of equal keys (now adjacent, in their order) keep the last.
+	out := ms[:0]
+	for k, m := range ms {
+		if k+1 < len(ms) && bytes.Equal(ms[k+1].key, m.key) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func byKey(x, y member) int { return bytes.Compare(x.key, y.key) }
+
+// elements returns the encodings of the elements of the array in b.
+func elements(b []byte) [][]byte {
+	var es [][]byte
+	i := skipSpace(b, 1)
+	for i < len(b) && b[i] != ']' {
+		end := valueEnd(b, i)
+		es = append(es, b[i:end])
+		i = next(b, end)
+	}
+	return es
+}
+
+// count returns the number of elements of the array in b.
+func count(b []byte) int {
+	n := 0
+	for i := skipSpace(b, 1); i < len(b) && b[i] != ']'; i = next(b, valueEnd(b, i)) {
+		n++
+	}
+	return n
+}
+
+// next returns the index of what follows the value that ends at b[i]: the
+// next member or element, or the closing bracket.
+func next(b []byte, i int) int {
+	i = skipSpace(b, i)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	return i
+}
+
+// decodeKey returns the bytes of the string that the quoted JSON string
+// q encodes (never nil).
+func decodeKey(q []byte) []byte {
+	s := q[1 : len(q)-1]
+	if bytes.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var out string
+	json.Unmarshal(q, &out) // q is a valid JSON string by construction
+	return []byte(out)
+}
+
+// valueEnd returns the index just past the JSON value that starts at
+// b[i]. b must be valid JSON.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string whose opening quote
+// is b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		// The quote ends the string unless an odd number of backslashes
+		// escapes it.
+		n := 0
+		for n < i && b[i-1-n] == '\\' {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			return i
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}

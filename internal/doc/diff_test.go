@@ -1,0 +1,260 @@
+package doc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// naiveDiff is the model of Diff: encoding/json splits the values (last
+// key wins, keys unescaped), scalars are compared by their encodings, keys
+// visited in sorted order. It shares no code with Diff.
+func naiveDiff(a, b json.RawMessage, path Path, out *[]Path) {
+	if bytes.Equal(a, b) {
+		return
+	}
+	var oa, ob map[string]json.RawMessage
+	if json.Unmarshal(a, &oa) == nil && json.Unmarshal(b, &ob) == nil && oa != nil && ob != nil {
+		var keys []string
+		for k := range oa {
+			keys = append(keys, k)
+		}
+		for k := range ob {
+			if _, ok := oa[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			va, ina := oa[k]
+			vb, inb := ob[k]
+			p := append(slices.Clone(path), k)
+			if ina && inb {
+				naiveDiff(va, vb, p, out)
+			} else {
+				*out = append(*out, p)
+			}
+		}
+		return
+	}
+	var la, lb []json.RawMessage
+	if json.Unmarshal(a, &la) == nil && json.Unmarshal(b, &lb) == nil && la != nil && lb != nil && len(la) == len(lb) {
+		for i := range la {
+			naiveDiff(la[i], lb[i], append(slices.Clone(path), i), out)
+		}
+		return
+	}
+	*out = append(*out, slices.Clone(path))
+}
+
+// jv is a JSON value for generating pairs that share structure: an object
+// (keys, vals), an array (vals) or a scalar (its encoding).
+type jv struct {
+	kind byte // 'o', 'a' or 's'
+	raw  string
+	keys []string
+	vals []*jv
+}
+
+var (
+	genKeys    = []string{"a", "b", "state", "x.y", "é", `q"uote`, "", "a b"}
+	genScalars = []string{`0`, `1`, `1.0`, `-0`, `1e3`, `"a"`, `"b"`, `"\u00e9"`, `"é"`, `""`, `true`, `false`, `null`, `"x\\y"`}
+)
+
+func genJV(r *rand.Rand, depth int) *jv {
+	k := r.Intn(5)
+	if depth > 3 {
+		k = 4
+	}
+	switch k {
+	case 0, 1:
+		v := &jv{kind: 'o'}
+		for _, i := range r.Perm(len(genKeys))[:r.Intn(5)] {
+			v.keys = append(v.keys, genKeys[i])
+			v.vals = append(v.vals, genJV(r, depth+1))
+		}
+		return v
+	case 2:
+		v := &jv{kind: 'a'}
+		for range r.Intn(4) {
+			v.vals = append(v.vals, genJV(r, depth+1))
+		}
+		return v
+	}
+	return &jv{kind: 's', raw: genScalars[r.Intn(len(genScalars))]}
+}
+
+// mutate returns a copy of v with random changes.
+func mutate(r *rand.Rand, v *jv, depth int) *jv {
+	if r.Intn(8) == 0 {
+		return genJV(r, depth) // replaced, often by another kind
+	}
+	c := &jv{kind: v.kind, raw: v.raw, keys: slices.Clone(v.keys)}
+	for _, e := range v.vals {
+		if r.Intn(3) == 0 {
+			e = mutate(r, e, depth+1)
+		}
+		c.vals = append(c.vals, e)
+	}
+	switch {
+	case c.kind == 'o' && r.Intn(4) == 0 && len(c.keys) > 0: // remove a member
+		i := r.Intn(len(c.keys))
+		c.keys = slices.Delete(c.keys, i, i+1)
+		c.vals = slices.Delete(c.vals, i, i+1)
+	case c.kind == 'o' && r.Intn(4) == 0: // add a member
+		k := genKeys[r.Intn(len(genKeys))]
+		if !slices.Contains(c.keys, k) {
+			c.keys = append(c.keys, k)
+			c.vals = append(c.vals, genJV(r, depth+1))
+		}
+	case c.kind == 'a' && r.Intn(4) == 0: // grow or shrink
+		if len(c.vals) > 0 && r.Intn(2) == 0 {
+			c.vals = c.vals[:len(c.vals)-1]
+		} else {
+			c.vals = append(c.vals, genJV(r, depth+1))
+		}
+	}
+	return c
+}
+
+// encode writes v compactly, members in a random order, now and then
+// after a decoy member with the same key (which the last one overrides).
+func encode(r *rand.Rand, v *jv, b *strings.Builder) {
+	switch v.kind {
+	case 's':
+		b.WriteString(v.raw)
+	case 'a':
+		b.WriteByte('[')
+		for i, e := range v.vals {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			encode(r, e, b)
+		}
+		b.WriteByte(']')
+	case 'o':
+		b.WriteByte('{')
+		for n, i := range r.Perm(len(v.keys)) {
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			key, _ := json.Marshal(v.keys[i])
+			if r.Intn(10) == 0 {
+				fmt.Fprintf(b, `%s:"decoy",`, key)
+			}
+			b.Write(key)
+			b.WriteByte(':')
+			encode(r, v.vals[i], b)
+		}
+		b.WriteByte('}')
+	}
+}
+
+// checkDiff compares Diff with the model on a and b, and checks what At
+// finds at each path.
+func checkDiff(t *testing.T, a, b []byte) {
+	t.Helper()
+	var want []Path
+	naiveDiff(a, b, Path{}, &want)
+	got := Diff(New(a), New(b))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Diff(%s, %s) (-model +Diff):\n%s", a, b, diff)
+	}
+	for _, p := range got {
+		va, oka := At(New(a), p)
+		vb, okb := At(New(b), p)
+		if oka && okb && bytes.Equal(va, vb) {
+			t.Fatalf("Diff(%s, %s): %v holds %s on both sides", a, b, p, va)
+		}
+	}
+}
+
+// TestDiffModel: Diff agrees with the model on random pairs of related
+// values, in random member order, with repeated keys.
+func TestDiffModel(t *testing.T) {
+	for seed := range int64(20000) {
+		r := rand.New(rand.NewSource(seed))
+		a := genJV(r, 0)
+		b := mutate(r, a, 0)
+		var ea, eb strings.Builder
+		encode(r, a, &ea)
+		encode(r, b, &eb)
+		checkDiff(t, []byte(ea.String()), []byte(eb.String()))
+	}
+}
+
+func TestDiffCases(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want []Path
+	}{
+		{`{"a":1}`, `{"a":1}`, nil},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, nil},
+		{`{"a":1}`, `{"a":2}`, []Path{{"a"}}},
+		{`{"s":{"x":"1","y":"2"}}`, `{"s":{"x":"1","y":"3"},"n":true}`, []Path{{"n"}, {"s", "y"}}},
+		{`{"r":[1,2,3]}`, `{"r":[1,5,3]}`, []Path{{"r", 1}}},
+		{`{"r":[1,2,3]}`, `{"r":[1,2]}`, []Path{{"r"}}},
+		{`"old"`, `"new"`, []Path{{}}},
+		{`{"a":{}}`, `{"a":[]}`, []Path{{"a"}}},
+		{`{"a":1}`, `{"a":1.0}`, []Path{{"a"}}},
+		{`{"a\u0062":1}`, `{"ab":2}`, []Path{{"ab"}}},
+	} {
+		if got := Diff(New([]byte(c.a)), New([]byte(c.b))); !cmp.Equal(c.want, got) {
+			t.Errorf("Diff(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestAt(t *testing.T) {
+	d := New([]byte(`{"a":{"b":[10,{"c":"x"}]},"a":{"b":[1,{"c":"y"}]}}`))
+	for _, c := range []struct {
+		p    Path
+		want string
+	}{
+		{Path{}, string(d.JSON())},
+		{Path{"a", "b", 0}, `1`},
+		{Path{"a", "b", 1, "c"}, `"y"`},
+		{Path{"a", "b", 2}, ""},
+		{Path{"a", "x"}, ""},
+		{Path{"a", "b", 0, "z"}, ""},
+		{Path{"a", 0}, ""},
+	} {
+		got, ok := At(d, c.p)
+		if string(got) != c.want || ok != (c.want != "") {
+			t.Errorf("At(%v) = %s, %v; want %s", c.p, got, ok, c.want)
+		}
+	}
+}
+
+// FuzzDiff: on any two JSON values (compacted, as Docs are), Diff agrees
+// with the model.
+func FuzzDiff(f *testing.F) {
+	f.Add(`{"a":[1,2,{"b":"\u00e9"}]}`, `{"a":[1,3,{"b":"é"}],"c":null}`)
+	f.Add(`{"k":null,"k":1}`, `{"k":1}`)
+	f.Add(`[1,[2]]`, `[1,[2,3]]`)
+	f.Add(`"x"`, `{"x":1}`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var ca, cb bytes.Buffer
+		if json.Compact(&ca, []byte(a)) != nil || json.Compact(&cb, []byte(b)) != nil {
+			return
+		}
+		checkDiff(t, ca.Bytes(), cb.Bytes())
+	})
+}
+
+func BenchmarkDiff(b *testing.B) {
+	prev := New([]byte(`{"id":"metropolis-4f2a","roles":{"kubernetes_worker":{}},"state":"NODE_STATE_UP","status":{"external_address":"10.0.0.1","running_curator":{"port":7835},"timestamp":"2026-01-02T03:04:05Z"},"labels":{"pairs":[{"key":"zone","value":"a"}]}}`))
+	obj := New([]byte(`{"id":"metropolis-4f2a","roles":{"kubernetes_worker":{}},"state":"NODE_STATE_UP","status":{"external_address":"10.0.0.2","running_curator":{"port":7835},"timestamp":"2026-01-02T03:04:06Z"},"labels":{"pairs":[{"key":"zone","value":"a"}]}}`))
+	b.ReportAllocs()
+	var d Differ
+	for b.Loop() {
+		d.Diff(prev, obj)
+	}
+}

@@ -1,0 +1,204 @@
+package stream
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// Text change lines: how far they are indented (under the event type),
+// how many an update shows before it sums up the rest, and how wide they
+// may be unless Options.Width says otherwise.
+const (
+	changeIndent   = "           "
+	maxChangeLines = 10
+	defaultWidth   = 100
+	absent         = "(absent)"
+)
+
+// textChanges writes what an update changed under Options.ChangeRoot,
+// one line per path, values shortened to fit the width:
+//
+//	.status.external_address: "10.0.0.1" → "10.0.0.2"
+func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
+	root := e.opts.ChangeRoot
+	var paths []doc.Path
+	for _, p := range e.changed(ev) {
+		if len(p) >= len(root) && slices.Equal(p[:len(root)], root) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 && len(root) > 0 {
+		b.WriteString("\n" + changeIndent + "(" + FormatPath(root) + " unchanged)")
+		return
+	}
+	width := e.opts.Width
+	if width <= 0 {
+		width = defaultWidth
+	}
+	prev, obj := asDoc(ev.Prev), asDoc(ev.Object)
+	for i, p := range paths {
+		b.WriteString("\n" + changeIndent)
+		if i == maxChangeLines {
+			fmt.Fprintf(b, "… and %d more", len(paths)-i)
+			return
+		}
+		used := len(changeIndent) + utf8.RuneCountInString(" → ")
+		if rel := p[len(root):]; len(rel) > 0 {
+			name := FormatPath(rel)
+			b.WriteString(name)
+			b.WriteString(": ")
+			used += utf8.RuneCountInString(name) + 2
+		}
+		budget := max((width-used)/2, 12)
+		old, oldOK := doc.At(prev, p)
+		now, nowOK := doc.At(obj, p)
+		o, n := shorten(old, oldOK, budget), shorten(now, nowOK, budget)
+		// A list (an object) that had to be summed up on one side is
+		// summed up on both, so that the two compare at a glance.
+		container := oldOK && nowOK && old[0] == now[0] && (old[0] == '[' || old[0] == '{')
+		if container && (o != string(old)) != (n != string(now)) {
+			o, n = size(old), size(now)
+		}
+		e.colored(b, ansiRed, o)
+		b.WriteString(" → ")
+		e.colored(b, ansiGreen, n)
+	}
+}
+
+func (e *Encoder) colored(b *bytes.Buffer, code, s string) {
+	e.color(b, code)
+	b.WriteString(s)
+	e.color(b, ansiReset)
+}
+
+// shorten returns the JSON value v in at most budget characters: whole if
+// it fits, else a list or an object as its size, a string or a number cut
+// with "…".
+func shorten(v []byte, ok bool, budget int) string {
+	switch {
+	case !ok:
+		return absent
+	case utf8.RuneCount(v) <= budget:
+		return string(v)
+	case v[0] == '[' || v[0] == '{':
+		return size(v)
+	}
+	cut := v
+	for n := 0; n < budget-2 && len(cut) > 0; n++ {
+		_, size := utf8.DecodeRune(cut)
+		cut = cut[size:]
+	}
+	s := string(v[:len(v)-len(cut)])
+	if v[0] == '"' {
+		return s + `…"`
+	}
+	return s + "…"
+}
+
+// size sums up the array or object v: "[3 items]", "{1 field}".
+func size(v []byte) string {
+	n := count(v)
+	if v[0] == '[' {
+		return fmt.Sprintf("[%d %s]", n, plural(n, "item"))
+	}
+	return fmt.Sprintf("{%d %s}", n, plural(n, "field"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// count returns the number of elements or members of the array or
+// object v.
+func count(v []byte) int {
+	t, err := doc.Decode(v)
+	if err != nil {
+		return 0
+	}
+	switch t := t.(type) {
+	case []any:
+		return len(t)
+	case map[string]any:
+		return len(t)
+	}
+	return 0
+}
+
+// FormatPath returns p as a jq path expression: .status.external_address,
+// .roles[0], .labels["app.kubernetes.io/name"]; the empty path is ".".
+func FormatPath(p doc.Path) string {
+	if len(p) == 0 {
+		return "."
+	}
+	var b strings.Builder
+	for i, step := range p {
+		switch s := step.(type) {
+		case int:
+			if i == 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString("[" + strconv.Itoa(s) + "]")
+		case string:
+			switch {
+			case isIdent(s):
+				b.WriteString("." + s)
+			case i == 0:
+				b.WriteString(".[" + quote(s) + "]")
+			default:
+				b.WriteString("[" + quote(s) + "]")
+			}
+		}
+	}
+	return b.String()
+}
+
+// isIdent reports whether .s is valid jq for the key s.
+func isIdent(s string) bool {
+	if s == "" || jqKeywords[s] {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+var jqKeywords = map[string]bool{
+	"and": true, "or": true, "not": true, "if": true, "then": true, "elif": true, "else": true, "end": true,
+	"as": true, "def": true, "reduce": true, "foreach": true, "try": true, "catch": true, "label": true,
+	"import": true, "include": true, "__loc__": true,
+}
+
+// quote returns s as a JSON string.
+func quote(s string) string {
+	var b bytes.Buffer
+	writeValue(&b, s)
+	return b.String()
+}
+
+// sanitize replaces the control characters in s (which a terminal would
+// obey: a key or an address may hold any byte) with U+FFFD.
+func sanitize(s string) string {
+	clean := func(r rune) bool { return r < 0x20 || 0x7f <= r && r < 0xa0 }
+	if strings.IndexFunc(s, clean) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if clean(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
