@@ -2,12 +2,21 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test test-under-load lint demo bench bench-compare etcd-bin fuzz soak proto clean
+.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak proto clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/nodewatch
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nodewatch
+
+## generate: the man page and the completion scripts, from the command-line definition
+## (make test fails while a checked-in copy is stale).
+generate:
+	mkdir -p completions
+	$(GO) run ./cmd/nodewatch man > docs/nodewatch.1
+	$(GO) run ./cmd/nodewatch completion bash > completions/nodewatch.bash
+	$(GO) run ./cmd/nodewatch completion zsh > completions/_nodewatch
+	$(GO) run ./cmd/nodewatch completion fish > completions/nodewatch.fish
 
 ## test: the whole suite, with the race detector (what CI runs).
 test:

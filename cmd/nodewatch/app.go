@@ -40,8 +40,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func newApp(e *env) *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{err} }
-	commands := []*cli.Command{nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e), completionCommand(e)}
+	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
+	commands := []*cli.Command{
+		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
+		completionCommand(e, self), versionCommand(e), manCommand(e, self),
+	}
 	for _, c := range commands {
+		if codes, ok := exitCodes[c.Name]; ok {
+			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + codes
+		}
 		c.OnUsageError = onUsage
 		// urfave/cli's own help flag is one package-level value that every
 		// run writes to when it parses flags; runs in one process (the
@@ -52,8 +59,10 @@ func newApp(e *env) *cli.App {
 	return &cli.App{
 		Name:                      "nodewatch",
 		HideHelp:                  true,
+		HideVersion:               true, // `nodewatch version` instead
 		Flags:                     []cli.Flag{helpFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
+		Description:               appDescription,
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,

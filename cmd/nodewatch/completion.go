@@ -6,29 +6,44 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// completionCommand prints a shell completion script. The scripts ask
-// nodewatch itself for candidates (urfave/cli's --generate-bash-completion),
-// so they never go stale.
-func completionCommand(e *env) *cli.Command {
+// completionCommand prints a shell completion script. The bash and zsh
+// scripts ask nodewatch itself for candidates (urfave/cli's
+// --generate-bash-completion), so they never go stale; the fish script is
+// generated from the command-line definition of the binary that prints it.
+func completionCommand(e *env, app func() *cli.App) *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "print a shell completion script (bash or zsh)",
-		ArgsUsage: "bash|zsh",
+		Usage:     "print a shell completion script (bash, zsh or fish)",
+		ArgsUsage: "bash|zsh|fish",
 		Description: `Examples:
    source <(nodewatch completion bash)
-   nodewatch completion zsh > "${fpath[1]}/_nodewatch"`,
+   nodewatch completion zsh > "${fpath[1]}/_nodewatch"
+   nodewatch completion fish > ~/.config/fish/completions/nodewatch.fish`,
 		Action: func(c *cli.Context) error {
-			switch c.Args().First() {
-			case "bash":
-				_, err := fmt.Fprint(e.stdout, bashCompletion)
-				return err
-			case "zsh":
-				_, err := fmt.Fprint(e.stdout, zshCompletion)
+			script, err := completionScript(c.Args().First(), app)
+			if err != nil {
 				return err
 			}
-			return usagef("completion: want bash or zsh, got %q", c.Args().First())
+			_, err = fmt.Fprint(e.stdout, script)
+			return err
 		},
 	}
+}
+
+// completionScript returns the completion script for shell.
+func completionScript(shell string, app func() *cli.App) (string, error) {
+	switch shell {
+	case "bash":
+		return bashCompletion, nil
+	case "zsh":
+		return zshCompletion, nil
+	case "fish":
+		script, err := app().ToFishCompletion()
+		// urfave/cli offers files beside the commands; nodewatch takes
+		// none there.
+		return script + "complete -c nodewatch -n '__fish_nodewatch_no_subcommand' -f\n", err
+	}
+	return "", usagef("completion: want bash, zsh or fish, got %q", shell)
 }
 
 const bashCompletion = `# bash completion for nodewatch
@@ -56,5 +71,11 @@ _nodewatch() {
 	fi
 	_describe 'values' opts
 }
-compdef _nodewatch nodewatch
+# Autoloaded from $fpath (as _nodewatch), this file is the function's first
+# call: complete now. Sourced, register the function.
+if [[ "${funcstack[1]}" == _nodewatch ]]; then
+	_nodewatch "$@"
+else
+	compdef _nodewatch nodewatch
+fi
 `

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "nodewatch")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 		}
@@ -526,11 +527,35 @@ func TestE2EEnvAndCompletion(t *testing.T) {
 // itself with runnable examples.
 func TestE2EHelpHasExamples(t *testing.T) {
 	t.Parallel()
-	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion"} {
+	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion", "version"} {
 		code, out, _ := runCmd(t, command(t, sub, "--help"))
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nodewatch "+sub) {
 			t.Errorf("%s --help: exit %d, no examples:\n%s", sub, code, out)
 		}
+		// It ends with the exit codes, 2 (usage) among them.
+		_, codes, ok := strings.Cut(out, "\nEXIT CODES:\n")
+		if !ok || strings.Contains(codes, ":\n") || !strings.Contains(codes, "\n   2     usage") {
+			t.Errorf("%s --help does not end with its exit codes:\n%s", sub, out)
+		}
+	}
+}
+
+// TestE2EVersion: `nodewatch version` names the build: the module
+// version, the commit it was built from, and the Go version.
+func TestE2EVersion(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runCmd(t, command(t, "version"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || !strings.HasPrefix(lines[0], "nodewatch ") || lines[len(lines)-1] != runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH {
+		t.Fatalf("exit %d, %q, %q", code, out, errOut)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Logf("not in a git checkout (%v): no commit to check", err)
+		return
+	}
+	if want := "commit " + strings.TrimSpace(string(head)); !strings.Contains(out, want) {
+		t.Errorf("version %q does not name %s", out, want)
 	}
 }
 
