@@ -31,7 +31,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-## demo: serve --dev (embedded etcd + simulated fleet) and nodewatch nodes streaming from it.
+## demo: serve --dev (embedded etcd + simulated fleet), and nodewatch nodes -o text following it once it serves.
 demo: build
 	bash scripts/demo.sh $(BIN)
 

@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# make demo: start `nodewatch serve --dev` (embedded etcd + simulated fleet)
-# and stream `nodewatch nodes` from it for DEMO_SECONDS (default 20) or
-# until Ctrl-C. Needs nothing but the built binary.
+# make demo: start `nodewatch serve --dev` (embedded etcd + simulated fleet),
+# wait until it serves, then follow it with `nodewatch nodes -o text` for
+# DEMO_SECONDS (default 20) or until Ctrl-C, and say how to get the JSON
+# stream. Needs nothing but the built binary.
 set -euo pipefail
 bin=${1:-bin/nodewatch}
 addr=${DEMO_ADDR:-127.0.0.1:7835}
 secs=${DEMO_SECONDS:-20}
 
-"$bin" serve --dev --listen "$addr" --dev-nodes 5 --dev-rate 2 &
+log=$(mktemp)
+"$bin" serve --dev --listen "$addr" --dev-nodes 5 --dev-rate 2 2>"$log" &
 serve=$!
-trap 'kill -INT $serve 2>/dev/null; wait $serve 2>/dev/null || true' EXIT
+trap 'kill -INT $serve 2>/dev/null; wait $serve 2>/dev/null || true; rm -f "$log"' EXIT
 
-echo "demo: nodewatch nodes --curator $addr --timeout ${secs}s   (NDJSON on stdout; Ctrl-C to stop)" >&2
+# serve logs "serving Curator Watch on ADDR" once it listens; until then a
+# client would only print connection errors. Its log is shown if it fails.
+for ((i = 0; ; i++)); do
+	grep -q "serving Curator Watch" "$log" && break
+	if ! kill -0 "$serve" 2>/dev/null || ((i == 600)); then
+		echo "demo: nodewatch serve --dev did not start:" >&2
+		cat "$log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+echo "demo: a simulated fleet of 5 nodes on $addr; following it for ${secs}s (Ctrl-C to stop):" >&2
+echo "demo: nodewatch nodes --curator $addr -o text" >&2
 set +e
-"$bin" nodes --curator "$addr" --dial-timeout 30s --timeout "${secs}s"
+"$bin" nodes --curator "$addr" -o text --timeout "${secs}s"
 code=$?
 set -e
 # 0: the timeout passed as asked; 130: Ctrl-C. Both end the demo cleanly.
@@ -21,3 +36,6 @@ if [[ $code -ne 0 && $code -ne 130 ]]; then
 	echo "demo: nodewatch nodes exited $code" >&2
 	exit "$code"
 fi
+echo >&2
+echo "demo: that was -o text, for people. Scripts read the JSON stream, e.g. every node's address as it changes:" >&2
+echo "demo:   nodewatch nodes --curator $addr | jq -c 'select(.type != \"batch_done\") | {type, id, address: .object.status.external_address, changed}'" >&2
