@@ -340,8 +340,8 @@ func TestE2EText(t *testing.T) {
 	}
 }
 
-// onTerminal runs cmd with stdout on a new pseudo-terminal and returns
-// what it printed.
+// onTerminal runs cmd with stdout (and stderr, unless cmd has one) on a
+// new pseudo-terminal, 100 columns wide, and returns what it printed.
 func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
@@ -360,7 +360,13 @@ func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 100}); err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stdout = pts
+	if cmd.Stderr == nil {
+		cmd.Stderr = pts
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

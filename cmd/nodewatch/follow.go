@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
 )
@@ -124,7 +125,19 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 		runtime.GOMAXPROCS(1)
 	}
 	tty := isTerminal(e.stdout)
-	res, err := watch.Run(ctx, src, e.stdout, watch.Options{
+	out := e.stdout
+	var meter *progress.Meter
+	if isTerminal(e.stderr) {
+		// A long listing shows its progress on the terminal; every other
+		// write to it (log lines, and stdout when it is the same terminal)
+		// erases that line first. Sources log through e, so they too.
+		meter = progress.New(e.stderr, 0)
+		out = meter.Writer(e.stdout)
+		stderr := e.stderr
+		e.stderr = meter.Writer(stderr)
+		defer func() { e.stderr = stderr }()
+	}
+	res, err := watch.Run(ctx, src, out, watch.Options{
 		Filter:      o.filter,
 		Equals:      o.equals,
 		Until:       o.until,
@@ -143,8 +156,9 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 			ChangeRoot:    o.changeRoot,
 			Width:         terminalWidth(e.stdout),
 		},
-		Logf:   e.logf,
-		Hangup: func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },
+		Logf:     e.logf,
+		Hangup:   func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },
+		Progress: meter,
 	})
 	switch res.Stop {
 	case watch.GoalMet, watch.OutputClosed:

@@ -66,7 +66,7 @@ type Watcher struct {
 func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 	cause := nodeset.CauseInitial
 	for {
-		changes, rev, err := w.list(ctx)
+		changes, rev, err := w.list(ctx, out)
 		if err != nil {
 			return err // only ctx errors come back from list
 		}
@@ -81,12 +81,14 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 
 // list reads the whole range at one revision, page by page, retrying
 // transient errors until ctx ends; when the revision is compacted before
-// the last page was read, it starts again at the current one.
-func (w *Watcher) list(ctx context.Context) ([]nodeset.Change, int64, error) {
+// the last page was read, it starts again at the current one. It reports
+// how far it got to out (nodeset.ReportListed).
+func (w *Watcher) list(ctx context.Context, out nodeset.Sink) ([]nodeset.Change, int64, error) {
 	for {
 		var changes []nodeset.Change
 		rev, err := w.pages(ctx, func(page []nodeset.Change) error {
 			changes = append(changes, page...)
+			nodeset.ReportListed(out, len(changes))
 			return nil
 		})
 		if errors.Is(err, errListCompacted) {

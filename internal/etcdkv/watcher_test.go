@@ -209,3 +209,56 @@ func TestResumeAfterNoLeader(t *testing.T) {
 		}
 	}
 }
+
+// listedSink records what a source reports while it lists, and the size
+// of each full batch it puts, in order.
+type listedSink struct {
+	mu  sync.Mutex
+	log []string
+	put chan struct{}
+}
+
+func (s *listedSink) Listed(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, fmt.Sprintf("listed %d", n))
+}
+
+func (s *listedSink) Put(b nodeset.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, fmt.Sprintf("put %v of %d", b.Cause, len(b.Changes)))
+	if b.Full() {
+		s.put <- struct{}{}
+	}
+}
+
+// TestListReportsProgress: while it lists, the watcher tells a sink that
+// wants to know how many objects it has read, page by page, before it
+// puts the full batch.
+func TestListReportsProgress(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	for i := range 5 {
+		etcdtest.Put(t, c, fmt.Sprintf("/r/%d", i), "v")
+	}
+	w := &Watcher{Client: c, Key: "/r/", Prefix: true, PageSize: 2, Decode: value}
+	s := &listedSink{put: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx, s)
+	}()
+	select {
+	case <-s.put:
+	case <-time.After(etcdtest.Timeout):
+		t.Fatal("no full batch")
+	}
+	cancel()
+	<-done
+	want := []string{"listed 2", "listed 4", "listed 5", "put initial of 5"}
+	if diff := cmp.Diff(want, s.log); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+}

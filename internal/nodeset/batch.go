@@ -62,3 +62,13 @@ func (b Batch) Full() bool { return b.Cause != CauseChange }
 type Sink interface {
 	Put(Batch)
 }
+
+// ReportListed tells s, if it wants to know (the progress meter of a
+// terminal does), that the full listing a source is reading has n objects
+// so far. Sources call it while they list; the listing ends with the Put
+// of its full batch.
+func ReportListed(s Sink, n int) {
+	if l, ok := s.(interface{ Listed(n int) }); ok {
+		l.Listed(n)
+	}
+}

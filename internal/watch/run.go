@@ -35,6 +35,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
 )
 
@@ -99,6 +100,9 @@ type Options struct {
 	Hangup func(ctx context.Context) bool
 	// WriteGrace: see DefaultWriteGrace; 0 means the default.
 	WriteGrace time.Duration
+	// Progress, if set, hears how full listings advance (the source's, or
+	// the pages of --once) and shows it; Run runs it while the run lasts.
+	Progress *progress.Meter
 }
 
 // goal describes what ends the run successfully, "" if nothing does.
@@ -193,11 +197,20 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	lister, streaming := src.(Lister)
 	streaming = streaming && o.Once && o.Until == nil
 	q := handoff.New(0)
+	var sink nodeset.Sink = q
+	if o.Progress != nil {
+		sink = &progressSink{Queue: q, m: o.Progress}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o.Progress.Run(runCtx)
+		}()
+	}
 	if !streaming {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			q.Close(src.Run(runCtx, q))
+			q.Close(src.Run(runCtx, sink))
 		}()
 	}
 	if o.Hangup != nil {
@@ -257,6 +270,23 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		out.close()
 		return r.abandon()
 	}
+}
+
+// progressSink is the queue as a source's Sink when a progress meter
+// shows listings: the source reports how far a listing got, and the full
+// batch it puts ends it.
+type progressSink struct {
+	*handoff.Queue
+	m *progress.Meter
+}
+
+func (s *progressSink) Listed(n int) { s.m.Listed(n) }
+
+func (s *progressSink) Put(b nodeset.Batch) {
+	if b.Full() {
+		s.m.Done()
+	}
+	s.Queue.Put(b)
 }
 
 // run is the state of one Run, used by its reading goroutine (and, once
@@ -360,9 +390,14 @@ func (r *run) list(l Lister) (Result, error) {
 		last   string
 		pages  int
 	)
+	listed := 0
 	rev, err := l.List(r.ctx, func(page []nodeset.Change) error {
 		r.res.Received = true
 		r.received.Store(true)
+		if r.o.Progress != nil {
+			listed += len(page)
+			r.o.Progress.Listed(listed)
+		}
 		// The pages' events must come out as one sorted listing.
 		top := last
 		for _, c := range page {
@@ -385,6 +420,9 @@ func (r *run) list(l Lister) (Result, error) {
 			return r.print(ev)
 		})
 	})
+	if r.o.Progress != nil {
+		r.o.Progress.Done()
+	}
 	if err == nil && !silent {
 		err = r.print(nodeset.Event{Type: nodeset.BatchDone, Synced: true, Cause: nodeset.CauseInitial, Counts: counts, Rev: rev})
 	}

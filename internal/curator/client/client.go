@@ -412,6 +412,7 @@ func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool
 		for _, c := range changes {
 			backlog[c.ID] = c
 		}
+		nodeset.ReportListed(r.out, len(backlog))
 		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
 			r.putFull(backlog)
 			backlog = nil

@@ -1,0 +1,99 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a time the test moves by hand.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestMeter(t *testing.T) {
+	var term bytes.Buffer
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m := New(&term, time.Second)
+	m.now = c.now
+	out := m.Writer(io.Discard)
+	step := func(what string, do func(), want string) {
+		t.Helper()
+		term.Reset()
+		do()
+		if got := term.String(); got != want {
+			t.Errorf("%s: terminal got %q, want %q", what, got, want)
+		}
+	}
+	step("no listing", m.draw, "")
+	m.Listed(0)
+	c.advance(500 * time.Millisecond)
+	step("a listing younger than a second", m.draw, "")
+	c.advance(1500 * time.Millisecond)
+	m.Listed(5000)
+	step("after two seconds", m.draw, "\rnodewatch: listing… 5,000 objects, 2,500/s\x1b[K")
+	step("a write by others", func() { out.Write([]byte("line\n")) }, "\r\x1b[K")
+	step("a write with the line gone", func() { out.Write([]byte("line\n")) }, "")
+	c.advance(2 * time.Second)
+	m.Listed(1234567)
+	step("redrawn", m.draw, "\rnodewatch: listing… 1,234,567 objects, 308,641/s\x1b[K")
+	m.Done()
+	step("done: erased at the next tick", m.draw, "\r\x1b[K")
+	step("and not drawn again", m.draw, "")
+	m.Listed(1)
+	step("a new listing starts its own second", m.draw, "")
+}
+
+// TestMeterRunErases: a run that ends erases the line it drew.
+func TestMeterRunErases(t *testing.T) {
+	var term syncBuffer
+	m := New(&term, time.Nanosecond)
+	m.Listed(7)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains(term.Bytes(), []byte("7 objects")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line drawn in 10s: %q", term.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := term.String(); !bytes.HasSuffix([]byte(got), []byte("\r\x1b[K")) {
+		t.Errorf("terminal ends with %q, want the line erased", got)
+	}
+}
+
+func TestGroup(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := group(n); got != want {
+			t.Errorf("group(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
