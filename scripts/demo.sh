@@ -33,7 +33,8 @@ code=$?
 set -e
 # 0: the timeout passed as asked; 130: Ctrl-C. Both end the demo cleanly.
 if [[ $code -ne 0 && $code -ne 130 ]]; then
-	echo "demo: nodewatch nodes exited $code" >&2
+	echo "demo: nodewatch nodes exited $code; the log of nodewatch serve --dev:" >&2
+	cat "$log" >&2
 	exit "$code"
 fi
 echo >&2

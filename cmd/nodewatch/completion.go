@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -39,8 +40,10 @@ func completionScript(shell string, app func() *cli.App) (string, error) {
 		return zshCompletion, nil
 	case "fish":
 		script, err := app().ToFishCompletion()
-		// urfave/cli offers files beside the commands; nodewatch takes
-		// none there.
+		// urfave/cli offers files beside the commands, where nodewatch
+		// takes none, and keeps the backquotes that mark placeholders in
+		// the flags' usage.
+		script = strings.ReplaceAll(script, "`", "")
 		return script + "complete -c nodewatch -n '__fish_nodewatch_no_subcommand' -f\n", err
 	}
 	return "", usagef("completion: want bash, zsh or fish, got %q", shell)
@@ -73,7 +76,7 @@ _nodewatch() {
 }
 # Autoloaded from $fpath (as _nodewatch), this file is the function's first
 # call: complete now. Sourced, register the function.
-if [[ "${funcstack[1]}" == _nodewatch ]]; then
+if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then
 	_nodewatch "$@"
 else
 	compdef _nodewatch nodewatch

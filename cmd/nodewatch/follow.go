@@ -132,7 +132,9 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 		// write to it (log lines, and stdout when it is the same terminal)
 		// erases that line first. Sources log through e, so they too.
 		meter = progress.New(e.stderr, 0)
-		out = meter.Writer(e.stdout)
+		if tty {
+			out = meter.Writer(e.stdout)
+		}
 		stderr := e.stderr
 		e.stderr = meter.Writer(stderr)
 		defer func() { e.stderr = stderr }()

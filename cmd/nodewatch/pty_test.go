@@ -91,7 +91,9 @@ func TestE2ETerminal(t *testing.T) {
 	}
 	// The line is gone before the first node is printed: no node line
 	// starts after progress text on the same line.
-	if i, j := strings.LastIndex(got, "listing…"), strings.Index(got, "new     "); i < 0 || j < 0 || !strings.Contains(got[i:j], "\r\x1b[K") {
+	j := strings.Index(got, "new     ")
+	i := strings.LastIndex(got[:max(j, 0)], "listing…")
+	if i < 0 || j < 0 || !strings.Contains(got[i:j], "\r\x1b[K") {
 		t.Errorf("the progress line was not erased before the nodes were printed")
 	}
 	if t.Failed() {

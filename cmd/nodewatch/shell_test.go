@@ -173,8 +173,12 @@ nodewatch completion fish | source
 echo "[command]"; complete -C "nodewatch ke"
 echo "[flag]"; complete -C "nodewatch key --pre"
 echo "[nodes-flag]"; complete -C "nodewatch nodes --cha"
+echo "[file]"; complete -C "nodewatch nodes --cacert shell_te"
 `, "fish", "--no-config", "-c")
 	checkCandidates(t, lines, true)
+	if got := candidates(lines, "file"); !slices.Contains(got, "shell_test.go") {
+		t.Errorf("completing the file of --cacert: got %q", got)
+	}
 }
 
 func TestVersionText(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,10 +42,14 @@ type Meter struct {
 	start   time.Time // when it began
 	n       int       // objects listed so far
 
-	// termMu orders the writes to the terminal (the line, and others'
-	// writes through Writer) and guards shown.
-	termMu sync.Mutex
-	shown  bool // the line is on the terminal
+	// termMu orders the Meter's writes to the terminal with the erasing
+	// done for others' writes through Writer, and guards shown. It is
+	// never held during others' writes: one to a stalled reader must not
+	// hold up a log line elsewhere. Instead writing counts those under
+	// way, and the line is not drawn while one is.
+	termMu  sync.Mutex
+	shown   bool // the line is on the terminal
+	writing atomic.Int32
 }
 
 // New returns a Meter that draws on term (a terminal) once a listing has
@@ -113,11 +118,14 @@ func (m *Meter) line() string {
 
 // draw writes the line, or erases it when no listing is long enough.
 func (m *Meter) draw() {
-	l := m.line()
 	if !m.termMu.TryLock() {
-		return // someone is writing: next tick
+		return // erasing for someone's write: next tick
 	}
 	defer m.termMu.Unlock()
+	if m.writing.Load() > 0 {
+		return // the write comes after the erasing: next tick
+	}
+	l := m.line()
 	if l == "" {
 		m.erase()
 		return
@@ -146,9 +154,11 @@ type eraser struct {
 }
 
 func (e *eraser) Write(b []byte) (int, error) {
+	e.m.writing.Add(1)
+	defer e.m.writing.Add(-1)
 	e.m.termMu.Lock()
-	defer e.m.termMu.Unlock()
 	e.m.erase()
+	e.m.termMu.Unlock()
 	return e.w.Write(b)
 }
 

@@ -97,3 +97,49 @@ func (s *syncBuffer) Bytes() []byte {
 }
 
 func (s *syncBuffer) String() string { return string(s.Bytes()) }
+
+// blockingWriter blocks every write until its channel is closed, as a
+// pipe whose reader stopped reading does.
+type blockingWriter chan struct{}
+
+func (b blockingWriter) Write(p []byte) (int, error) {
+	<-b
+	return len(p), nil
+}
+
+// TestMeterStalledWriteHoldsNobody: a write through Writer that blocks (a
+// stalled stdout) holds up neither another writer (a log line on stderr)
+// nor the sources' reports nor the end of Run.
+func TestMeterStalledWriteHoldsNobody(t *testing.T) {
+	var term syncBuffer
+	m := New(&term, time.Nanosecond)
+	stall := make(blockingWriter)
+	defer close(stall)
+	go m.Writer(stall).Write([]byte("line\n"))
+	deadline := time.Now().Add(10 * time.Second)
+	for m.writing.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled write never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Writer(&term).Write([]byte("nodewatch: a log line\n"))
+		m.Listed(3)
+		m.draw()
+		m.Done()
+		cancel()
+		m.Run(ctx)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("held up by a stalled write")
+	}
+	if got := term.String(); got != "nodewatch: a log line\n" {
+		t.Errorf("terminal got %q; want the log line and no progress drawn while a write is under way", got)
+	}
+}

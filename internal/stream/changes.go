@@ -51,7 +51,7 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 		}
 		used := len(changeIndent) + utf8.RuneCountInString(" → ")
 		if rel := p[len(root):]; len(rel) > 0 {
-			name := FormatPath(rel)
+			name := sanitize(FormatPath(rel))
 			b.WriteString(name)
 			b.WriteString(": ")
 			used += utf8.RuneCountInString(name) + 2
@@ -66,9 +66,9 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 		if container && (o != string(old)) != (n != string(now)) {
 			o, n = size(old), size(now)
 		}
-		e.colored(b, ansiRed, o)
+		e.colored(b, ansiRed, sanitize(o))
 		b.WriteString(" → ")
-		e.colored(b, ansiGreen, n)
+		e.colored(b, ansiGreen, sanitize(n))
 	}
 }
 

@@ -211,6 +211,11 @@ func TestEncoderTextChanges(t *testing.T) {
 		obj:  `{"value":{"base64":"/wE="}}`,
 		want: "           .base64: \"/wA=\" → \"/wE=\"\n",
 	}, {
+		name: "control characters in keys and values do not reach the terminal",
+		prev: "{\"k\u009b\":\"a\"}",
+		obj:  "{\"k\u009b\":\"\u009b2J\u007f\"}",
+		want: "           .[\"k\ufffd\"]: \"a\" → \"\ufffd2J\ufffd\"\n",
+	}, {
 		name: "many changes summed up",
 		prev: manyPrev,
 		obj:  many,
