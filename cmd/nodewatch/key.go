@@ -41,7 +41,7 @@ Examples:
    nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m`,
 		Flags: append(append(etcdFlags(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
-			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text or base64"},
+			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
 		), watchFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := parseKeyOptions(c)

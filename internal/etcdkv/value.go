@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"unicode/utf8"
 
@@ -13,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/gobjson"
 )
 
 // ValueMode says how a value's bytes become JSON (nodewatch --value).
@@ -29,6 +31,13 @@ const (
 	ValueText
 	// ValueBase64: the bytes become a base64 string (as etcdctl -w json).
 	ValueBase64
+	// ValueGob: the bytes are an encoding/gob stream, raw or wrapped in
+	// standard base64 (as mgmt stores its resources), decoded without the
+	// writer's types (package gobjson); other values are skipped.
+	ValueGob
+	// ValueQuery: the bytes are a URL query string (a=1&b=x) and become an
+	// object of strings (an array for a name given more than once).
+	ValueQuery
 )
 
 // ParseValueMode parses the value of --value.
@@ -42,8 +51,12 @@ func ParseValueMode(s string) (ValueMode, error) {
 		return ValueText, nil
 	case "base64":
 		return ValueBase64, nil
+	case "gob":
+		return ValueGob, nil
+	case "query":
+		return ValueQuery, nil
 	}
-	return 0, fmt.Errorf("unknown value mode %q (want auto, json, text or base64)", s)
+	return 0, fmt.Errorf("unknown value mode %q (want auto, json, text, base64, gob or query)", s)
 }
 
 // Object returns the object nodewatch prints for kv, as its JSON:
@@ -91,6 +104,30 @@ func appendMarshal(dst []byte, v any) []byte {
 // appendValue appends the JSON of a value's bytes, decoded as mode says.
 func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 	switch mode {
+	case ValueGob:
+		out, err := gobjson.DecodeBase64(b)
+		if err != nil {
+			return nil, fmt.Errorf("value is not gob: %w", err)
+		}
+		return append(dst, out...), nil
+	case ValueQuery:
+		q, err := url.ParseQuery(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("value is not a query string: %w", err)
+		}
+		obj := make(map[string]any, len(q))
+		for k, vs := range q {
+			if len(vs) == 1 {
+				obj[k] = vs[0]
+				continue
+			}
+			list := make([]any, len(vs))
+			for i, v := range vs {
+				list[i] = v
+			}
+			obj[k] = list
+		}
+		return appendMarshal(dst, obj), nil
 	case ValueBase64:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, b)

@@ -1,6 +1,9 @@
 package etcdkv
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/gob"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -33,6 +36,13 @@ func TestDecodeValueModes(t *testing.T) {
 		{"text keeps JSON as a string", `{"a":1}`, ValueText, `{"a":1}`, false},
 		{"text rejects binary", "\xff", ValueText, nil, true},
 		{"base64", "\xff\x00", ValueBase64, "/wA=", false},
+		{"query", "maxCount=1&persist=false&sessionTTL=10&strategy=rr", ValueQuery, map[string]any{"maxCount": "1", "persist": "false", "sessionTTL": "10", "strategy": "rr"}, false},
+		{"query repeated and escaped", "h=a&h=b%20c&empty=", ValueQuery, map[string]any{"h": []any{"a", "b c"}, "empty": ""}, false},
+		{"query rejects a bad escape", "a=%zz", ValueQuery, nil, true},
+		{"gob, base64-wrapped (mgmt)", gobB64(true), ValueGob, map[string]any{"From": "a", "Notify": true}, false},
+		{"gob, raw", gobB64(false), ValueGob, map[string]any{"From": "a", "Notify": true}, false},
+		{"gob rejects other bytes", "not gob", ValueGob, nil, true},
+		{"auto never guesses gob", gobB64(true), ValueAuto, gobB64(true), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,6 +55,20 @@ func TestDecodeValueModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gobB64 is the gob of a struct, base64-wrapped as mgmt stores values, or
+// raw.
+func gobB64(wrapped bool) string {
+	var b bytes.Buffer
+	gob.NewEncoder(&b).Encode(struct {
+		From   string
+		Notify bool
+	}{"a", true})
+	if wrapped {
+		return base64.StdEncoding.EncodeToString(b.Bytes())
+	}
+	return b.String()
 }
 
 // valueTree is the tree of the JSON appendValue makes.
@@ -73,7 +97,7 @@ func TestObject(t *testing.T) {
 }
 
 func TestParseValueMode(t *testing.T) {
-	for _, s := range []string{"auto", "json", "text", "base64"} {
+	for _, s := range []string{"auto", "json", "text", "base64", "gob", "query"} {
 		if _, err := ParseValueMode(s); err != nil {
 			t.Errorf("ParseValueMode(%q): %v", s, err)
 		}
