@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
@@ -20,10 +21,11 @@ import (
 // keyOptions are the flags of `nodewatch key`.
 type keyOptions struct {
 	*watchOptions
-	etcd   etcdkv.Config
-	key    string
-	prefix bool
-	value  etcdkv.ValueMode
+	etcd    etcdkv.Config
+	key     string
+	prefix  bool
+	value   etcdkv.ValueMode
+	pattern *etcdkv.KeyPattern // nil: no --key-pattern
 }
 
 func keyCommand(e *env) *cli.Command {
@@ -41,6 +43,7 @@ Examples:
    nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m`,
 		Flags: append(append(etcdFlags(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
+			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
 		), watchFlags()...),
 		Action: func(c *cli.Context) error {
@@ -73,16 +76,50 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 		return nil, err
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
+	if s := c.String("key-pattern"); c.IsSet("key-pattern") {
+		if o.pattern, err = etcdkv.ParseKeyPattern(s); err != nil {
+			return nil, usagef("--key-pattern: %v", err)
+		}
+	}
 	o.list = o.prefix
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.changeRoot = doc.Path{"value"} // the revisions change with every update
 	o.summary = func(obj any) string {
-		// -o text shows the value; the revisions are noise to a human.
+		// -o text shows the key's fields and the value; the revisions are
+		// noise to a human.
 		m, _ := doc.TreeOf(obj).(map[string]any)
 		b, _ := gojq.Marshal(m["value"])
-		return string(b)
+		fields, _ := m["fields"].(map[string]any)
+		if len(fields) == 0 {
+			return string(b)
+		}
+		var parts []string
+		for _, name := range o.pattern.Names() {
+			v, _ := fields[name].(string)
+			parts = append(parts, name+"="+v)
+		}
+		return strings.Join(parts, " ") + "  " + string(b)
 	}
 	return o, nil
+}
+
+// decoder returns how the watcher turns a key-value into its object: the
+// value decoded as --value says, the key's segments named as
+// --key-pattern says. A key the pattern does not match keeps no fields,
+// and the first such key is reported.
+func (o *keyOptions) decoder(e *env) func(kv *mvccpb.KeyValue) (any, error) {
+	var reported atomic.Bool
+	return func(kv *mvccpb.KeyValue) (any, error) {
+		var fields []etcdkv.Field
+		if o.pattern != nil {
+			var ok bool
+			fields, ok = o.pattern.Match(string(kv.Key))
+			if !ok && !reported.Swap(true) {
+				e.logf("%q does not match --key-pattern %s: printed without fields (reported for the first such key only)", kv.Key, o.pattern)
+			}
+		}
+		return etcdkv.Object(kv, o.value, fields)
+	}
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
@@ -92,7 +129,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		Watcher: etcdkv.Watcher{
 			Key:    o.key,
 			Prefix: o.prefix,
-			Decode: func(kv *mvccpb.KeyValue) (any, error) { return etcdkv.Object(kv, o.value) },
+			Decode: o.decoder(e),
 			Logf:   e.logf,
 		},
 	})

@@ -60,15 +60,28 @@ func ParseValueMode(s string) (ValueMode, error) {
 }
 
 // Object returns the object nodewatch prints for kv, as its JSON:
-// {create_revision, key, lease, mod_revision, value, version}, members in
-// that (sorted) order. Keys that are not valid UTF-8 come out as
+// {create_revision, fields, key, lease, mod_revision, value, version},
+// members in that (sorted) order; fields (the key's named segments, see
+// KeyPattern) only when there are some. Keys that are not valid UTF-8 come out as
 // {"base64": "..."}, as values do under auto. A JSON value is printed as
 // stored, compacted: its members in their stored order, its numbers as
 // written (none loses precision).
-func Object(kv *mvccpb.KeyValue, mode ValueMode) (*doc.Doc, error) {
+func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*doc.Doc, error) {
 	b := make([]byte, 0, len(kv.Key)+len(kv.Value)+128)
 	b = append(b, `{"create_revision":`...)
 	b = strconv.AppendInt(b, kv.CreateRevision, 10)
+	if len(fields) > 0 {
+		b = append(b, `,"fields":{`...)
+		for i, f := range fields {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendMarshal(b, f.Name)
+			b = append(b, ':')
+			b = appendMarshal(b, Bytes([]byte(f.Value)))
+		}
+		b = append(b, '}')
+	}
 	b = append(b, `,"key":`...)
 	b = appendMarshal(b, Bytes(kv.Key))
 	b = append(b, `,"lease":`...)

@@ -82,7 +82,7 @@ func valueTree(b []byte, mode ValueMode) (any, error) {
 
 func TestObject(t *testing.T) {
 	kv := &mvccpb.KeyValue{Key: []byte("/n/a"), Value: []byte(` {"b": 1.50, "a" : [true]} `), CreateRevision: 3, ModRevision: 7, Version: 2, Lease: 9}
-	d, err := Object(kv, ValueAuto)
+	d, err := Object(kv, ValueAuto, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestObject(t *testing.T) {
 		t.Errorf("Object = %s, want %s", d.JSON(), want)
 	}
 	kv.Key = []byte("\xff")
-	if d, _ := Object(kv, ValueText); !strings.Contains(string(d.JSON()), `"key":{"base64":"/w=="}`) {
+	if d, _ := Object(kv, ValueText, nil); !strings.Contains(string(d.JSON()), `"key":{"base64":"/w=="}`) {
 		t.Errorf("binary key: %s", d.JSON())
 	}
 }
