@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -51,9 +53,37 @@ type Watcher struct {
 	// MaxBackoff caps the wait between retries; 0 means 5s.
 	MaxBackoff time.Duration
 
+	// Also holds more prefixes (with Prefix only) that are part of the
+	// same state: listed at the revision of Key's listing and watched from
+	// the next, as one prefix would be. mgmt's collect reads two prefixes
+	// (exports to one host and to every host); etcd narrows each. They
+	// must not overlap each other or Key.
+	Also []string
+
 	// onPage, if set, is called with the size of every list response
 	// (a test hook).
 	onPage func(keys int)
+}
+
+// keyRange is a range of keys as etcd takes it: [key, end), or key alone
+// when end is "".
+type keyRange struct{ key, end string }
+
+// ranges returns what w follows, in ascending key order.
+func (w *Watcher) ranges() []keyRange {
+	if !w.Prefix {
+		return []keyRange{{key: w.Key}}
+	}
+	var rs []keyRange
+	for _, p := range append([]string{w.Key}, w.Also...) {
+		r := keyRange{key: p, end: clientv3.GetPrefixRangeEnd(p)}
+		if p == "" {
+			r.key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
+		}
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b keyRange) int { return strings.Compare(a.key, b.key) })
+	return rs
 }
 
 // Run lists, then watches, putting batches into out, until ctx ends. The
@@ -125,19 +155,25 @@ func (w *Watcher) List(ctx context.Context, page func([]nodeset.Change) error) (
 // errListCompacted when that revision is gone, ctx's error when ctx ends,
 // and an error when etcd refuses for good.
 func (w *Watcher) pages(ctx context.Context, fn func([]nodeset.Change) error) (int64, error) {
+	var rev int64
+	for _, r := range w.ranges() {
+		var err error
+		if rev, err = w.rangePages(ctx, r, rev, fn); err != nil {
+			return 0, err
+		}
+	}
+	return rev, nil
+}
+
+// rangePages lists one range at rev (0: the current revision, which it
+// returns), page by page.
+func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func([]nodeset.Change) error) (int64, error) {
 	limit := w.PageSize
 	if limit <= 0 {
 		limit = DefaultPageSize
 	}
-	key, end := w.Key, ""
-	if w.Prefix {
-		end = clientv3.GetPrefixRangeEnd(w.Key)
-		if key == "" {
-			key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
-		}
-	}
+	key, end := r.key, r.end
 	b := backoff.Backoff{Max: w.MaxBackoff}
-	var rev int64
 	for {
 		opts := []clientv3.OpOption{clientv3.WithLimit(limit), clientv3.WithRev(rev)}
 		if end != "" {
@@ -229,27 +265,46 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 	if err != nil {
 		return rev, rpctypes.Error(err)
 	}
-	create := &pb.WatchCreateRequest{Key: []byte(w.Key), StartRevision: rev + 1}
-	if w.Prefix {
-		create.RangeEnd = []byte(clientv3.GetPrefixRangeEnd(w.Key))
-		if w.Key == "" {
-			create.Key = []byte{0} // every key, as clientv3.WithPrefix has it
+	// One etcd watch per range, on one stream. Each delivers its
+	// revisions in order, but not in order with the other's, so each
+	// keeps its own last revision; a watch that breaks resumes from the
+	// lowest (what the other delivers again is no change to the
+	// follower).
+	ranges := w.ranges()
+	last := make(map[int64]int64, len(ranges)) // by watch id
+	for _, r := range ranges {
+		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: rev + 1}
+		if r.end != "" {
+			create.RangeEnd = []byte(r.end)
+		}
+		if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
+			return rev, rpctypes.Error(err)
 		}
 	}
-	if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
-		return rev, rpctypes.Error(err)
+	delivered := func() int64 {
+		low := rev
+		if len(last) == len(ranges) {
+			low = math.MaxInt64
+			for _, r := range last {
+				low = min(low, r)
+			}
+		}
+		return low
 	}
 	for {
 		resp, err := stream.Recv()
 		switch {
 		case err != nil:
-			return rev, rpctypes.Error(err)
+			return delivered(), rpctypes.Error(err)
 		case resp.CompactRevision != 0:
-			return rev, rpctypes.ErrCompacted
+			return delivered(), rpctypes.ErrCompacted
 		case resp.Canceled && resp.CancelReason != "":
-			return rev, rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
+			return delivered(), rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
 		case resp.Canceled:
-			return rev, rpctypes.ErrFutureRev
+			return delivered(), rpctypes.ErrFutureRev
+		}
+		if _, ok := last[resp.WatchId]; !ok {
+			last[resp.WatchId] = rev
 		}
 		// One batch per revision: one transaction, one batch. A
 		// response without events (the watch was created, progress) has
@@ -268,7 +323,7 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 				}
 			}
 			out.Put(b)
-			rev = r
+			last[resp.WatchId] = r
 			events = events[n:]
 		}
 	}

@@ -262,3 +262,51 @@ func TestListReportsProgress(t *testing.T) {
 		t.Errorf("reports (-want +got):\n%s", diff)
 	}
 }
+
+// TestWatcherAlso: two prefixes are one state: listed at one revision (in
+// key order, page by page), then watched from the next, a change in each
+// arriving; a key under neither never does.
+func TestWatcherAlso(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	for _, k := range []string{"/e/h3/a", "/e/h3/b", "/e/*/c", "/e/h2/d", "/e/h30/e"} {
+		etcdtest.Put(t, c, k, "v")
+	}
+	w := &Watcher{Client: c, Key: "/e/h3/", Prefix: true, Also: []string{"/e/*/"}, PageSize: 1, Decode: value}
+	var listed []string
+	if _, err := w.List(context.Background(), func(page []nodeset.Change) error {
+		for _, ch := range page {
+			listed = append(listed, ch.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/e/*/c", "/e/h3/a", "/e/h3/b"}; !cmp.Equal(want, listed) {
+		t.Fatalf("List = %q, want %q", listed, want)
+	}
+
+	q := startWatcher(t, w)
+	b := next(t, q)
+	if ids := changeIDs(b); !cmp.Equal([]string{"/e/*/c", "/e/h3/a", "/e/h3/b"}, ids) {
+		t.Fatalf("initial batch %q", ids)
+	}
+	etcdtest.Put(t, c, "/e/h2/x", "not h3's")
+	etcdtest.Put(t, c, "/e/*/y", "to every host")
+	if ids := changeIDs(next(t, q)); !cmp.Equal([]string{"/e/*/y"}, ids) {
+		t.Fatalf("after a put under /e/*/: %q", ids)
+	}
+	etcdtest.Put(t, c, "/e/h30/z", "not h3's either")
+	etcdtest.Put(t, c, "/e/h3/z", "to h3")
+	if ids := changeIDs(next(t, q)); !cmp.Equal([]string{"/e/h3/z"}, ids) {
+		t.Fatalf("after a put under /e/h3/: %q", ids)
+	}
+}
+
+func changeIDs(b nodeset.Batch) []string {
+	var ids []string
+	for _, c := range b.Changes {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
