@@ -59,8 +59,10 @@ type watchOptions struct {
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
-// --equals is not given ("" compares whole objects).
-func parseWatchOptions(c *cli.Context, defaultEquals string) (*watchOptions, error) {
+// --equals is not given ("" compares whole objects); alsoFilter, a jq
+// expression the command adds to the user's --filter ("" for none), must
+// hold too.
+func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watchOptions, error) {
 	o := &watchOptions{
 		strict:      c.Bool("strict"),
 		once:        c.Bool("once"),
@@ -114,6 +116,19 @@ func parseWatchOptions(c *cli.Context, defaultEquals string) (*watchOptions, err
 			return nil, &usageError{err}
 		}
 		*p.dst = prog
+	}
+	if alsoFilter != "" {
+		expr := alsoFilter
+		if user := c.String("filter"); user != "" {
+			// The user's expression compiled alone above: errors name its
+			// own positions.
+			expr = "(" + user + ") and (" + alsoFilter + ")"
+		}
+		prog, err := stream.Compile("--filter", expr, vars)
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		o.filter = prog
 	}
 	return o, nil
 }

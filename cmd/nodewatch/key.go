@@ -21,18 +21,19 @@ import (
 // keyOptions are the flags of `nodewatch key`.
 type keyOptions struct {
 	*watchOptions
-	etcd    etcdkv.Config
-	key     string
-	prefix  bool
-	value   etcdkv.ValueMode
-	pattern *etcdkv.KeyPattern // nil: no --key-pattern
+	etcd   etcdkv.Config
+	key    string
+	prefix bool
+	also   []string // more prefixes (--mgmt exported --for)
+	value  etcdkv.ValueMode
+	rules  []keyRule // --key-pattern, or --mgmt's
 }
 
 func keyCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "key",
 		Usage:     "watch one etcd key, or every key under a prefix",
-		ArgsUsage: "KEY",
+		ArgsUsage: "KEY | --mgmt AREA",
 		Description: `Lists KEY (with --prefix: every key under it) at one revision, then watches
 from the next revision. After a compaction or a lost connection it lists
 again and prints only what differs.
@@ -40,12 +41,13 @@ again and prints only what differs.
 Examples:
    nodewatch key /config/feature-x
    nodewatch key --prefix /nodes/ --filter '.value.state == "NODE_STATE_UP"'
-   nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m`,
-		Flags: append(append(etcdFlags(),
+   nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m
+   nodewatch key --mgmt exported --for h3 --kind file -o text`,
+		Flags: append(append(append(etcdFlags(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
-		), watchFlags()...),
+		), mgmtFlags()...), watchFlags()...),
 		Action: func(c *cli.Context) error {
 			o, err := parseKeyOptions(c)
 			if err != nil {
@@ -57,13 +59,23 @@ Examples:
 }
 
 func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
-	if c.NArg() != 1 {
-		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
+	preset, err := parseMgmtOptions(c)
+	if err != nil {
+		return nil, err
 	}
-	if c.Args().First() == "" && !c.Bool("prefix") {
+	switch {
+	case preset != nil && c.NArg() != 0:
+		return nil, usagef("key: --mgmt takes no KEY (it watches %s)", preset.key)
+	case preset == nil && c.NArg() != 1:
+		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
+	case preset == nil && c.Args().First() == "" && !c.Bool("prefix"):
 		return nil, usagef(`key: KEY must not be empty (to watch every key: --prefix "")`)
 	}
-	w, err := parseWatchOptions(c, ".value")
+	alsoFilter := ""
+	if preset != nil {
+		alsoFilter = preset.filter
+	}
+	w, err := parseWatchOptions(c, ".value", alsoFilter)
 	if err != nil {
 		return nil, err
 	}
@@ -76,50 +88,90 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 		return nil, err
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
-	if s := c.String("key-pattern"); c.IsSet("key-pattern") {
-		if o.pattern, err = etcdkv.ParseKeyPattern(s); err != nil {
+	if c.IsSet("key-pattern") {
+		if preset != nil {
+			return nil, usagef("--key-pattern: --mgmt names the segments itself")
+		}
+		p, err := etcdkv.ParseKeyPattern(c.String("key-pattern"))
+		if err != nil {
 			return nil, usagef("--key-pattern: %v", err)
+		}
+		o.rules = []keyRule{{pattern: p, value: mode}}
+	}
+	if preset != nil {
+		o.key, o.prefix, o.also, o.rules = preset.key, true, preset.also, preset.rules
+		if c.IsSet("value") { // the user's --value over the preset's
+			for i := range o.rules {
+				o.rules[i].value = mode
+			}
 		}
 	}
 	o.list = o.prefix
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.changeRoot = doc.Path{"value"} // the revisions change with every update
-	o.summary = func(obj any) string {
-		// -o text shows the key's fields and the value; the revisions are
-		// noise to a human.
-		m, _ := doc.TreeOf(obj).(map[string]any)
-		b, _ := gojq.Marshal(m["value"])
-		fields, _ := m["fields"].(map[string]any)
-		if len(fields) == 0 {
-			return string(b)
-		}
-		var parts []string
-		for _, name := range o.pattern.Names() {
-			v, _ := fields[name].(string)
-			parts = append(parts, name+"="+v)
-		}
-		return strings.Join(parts, " ") + "  " + string(b)
-	}
+	o.summary = o.textSummary
 	return o, nil
 }
 
+// keyRule names the segments of the keys its pattern matches and says
+// how their values are decoded.
+type keyRule struct {
+	pattern *etcdkv.KeyPattern
+	value   etcdkv.ValueMode
+}
+
+// textSummary is what -o text shows of a key's object: its fields (in the
+// order the patterns name them) and its value; the revisions are noise to
+// a human.
+func (o *keyOptions) textSummary(obj any) string {
+	m, _ := doc.TreeOf(obj).(map[string]any)
+	b, _ := gojq.Marshal(m["value"])
+	fields, _ := m["fields"].(map[string]any)
+	if len(fields) == 0 {
+		return string(b)
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for _, r := range o.rules {
+		for _, name := range r.pattern.Names() {
+			if v, ok := fields[name].(string); ok && !seen[name] {
+				seen[name] = true
+				parts = append(parts, name+"="+v)
+			}
+		}
+	}
+	return strings.Join(parts, " ") + "  " + string(b)
+}
+
 // decoder returns how the watcher turns a key-value into its object: the
-// value decoded as --value says, the key's segments named as
-// --key-pattern says. A key the pattern does not match keeps no fields,
-// and the first such key is reported.
+// first rule whose pattern matches the key names its segments and decodes
+// its value; a key no rule matches keeps no fields and is decoded as
+// --value says, and the first such key is reported.
 func (o *keyOptions) decoder(e *env) func(kv *mvccpb.KeyValue) (any, error) {
 	var reported atomic.Bool
 	return func(kv *mvccpb.KeyValue) (any, error) {
-		var fields []etcdkv.Field
-		if o.pattern != nil {
-			var ok bool
-			fields, ok = o.pattern.Match(string(kv.Key))
-			if !ok && !reported.Swap(true) {
-				e.logf("%q does not match --key-pattern %s: printed without fields (reported for the first such key only)", kv.Key, o.pattern)
+		for _, r := range o.rules {
+			if fields, ok := r.pattern.Match(string(kv.Key)); ok {
+				return etcdkv.Object(kv, r.value, fields)
 			}
 		}
-		return etcdkv.Object(kv, o.value, fields)
+		if len(o.rules) > 0 && !reported.Swap(true) {
+			e.logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, o.patterns())
+		}
+		return etcdkv.Object(kv, o.value, nil)
 	}
+}
+
+// patterns names the rules' patterns for a message.
+func (o *keyOptions) patterns() string {
+	var ps []string
+	for _, r := range o.rules {
+		ps = append(ps, r.pattern.String())
+	}
+	if len(ps) == 1 {
+		return "--key-pattern " + ps[0]
+	}
+	return "any of " + strings.Join(ps, ", ")
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
@@ -129,6 +181,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		Watcher: etcdkv.Watcher{
 			Key:    o.key,
 			Prefix: o.prefix,
+			Also:   o.also,
 			Decode: o.decoder(e),
 			Logf:   e.logf,
 		},

@@ -87,7 +87,7 @@ func nodeCommand(e *env) *cli.Command {
 }
 
 func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
-	w, err := parseWatchOptions(c, "")
+	w, err := parseWatchOptions(c, "", "")
 	if err != nil {
 		return nil, err
 	}

@@ -16,19 +16,22 @@ import (
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
 
-// readmeRecipes returns the shell snippets of README.md's Recipes section,
-// in order.
-func readmeRecipes(t *testing.T) []string {
+// readmeRecipes returns the shell snippets of README.md's section with
+// the given heading ("## Recipes"), in order.
+func readmeRecipes(t *testing.T, heading string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
-	start := strings.Index(text, "\n## Recipes")
+	start := strings.Index(text, "\n"+heading+"\n")
+	if start < 0 {
+		t.Fatalf("README.md has no section %q", heading)
+	}
 	end := strings.Index(text[start+1:], "\n## ")
-	if start < 0 || end < 0 {
-		t.Fatal("README.md has no Recipes section")
+	if end < 0 {
+		end = len(text) - start - 1
 	}
 	var out []string
 	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1) {
@@ -46,7 +49,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 	if err != nil {
 		t.Skip("jq is not installed (.ci/run installs it)")
 	}
-	recipes := readmeRecipes(t)
+	recipes := readmeRecipes(t, "## Recipes")
 	if len(recipes) != 6 {
 		t.Fatalf("README has %d recipes, this test knows 6", len(recipes))
 	}
