@@ -37,6 +37,4 @@ if [[ $code -ne 0 && $code -ne 130 ]]; then
 	cat "$log" >&2
 	exit "$code"
 fi
-echo >&2
-echo "demo: that was -o text, for people. Scripts read the JSON stream, e.g. every node's address as it changes:" >&2
-echo "demo:   nodewatch nodes --curator $addr | jq -c 'select(.type != \"batch_done\") | {type, id, address: .object.status.external_address, changed}'" >&2
+echo "demo: that was -o text, for people; scripts read the same stream as JSON: nodewatch nodes --curator $addr | jq -c 'select(.type != \"batch_done\") | {type, id, address: .object.status.external_address, changed}'" >&2
