@@ -121,8 +121,10 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		expr := alsoFilter
 		if user := c.String("filter"); user != "" {
 			// The user's expression compiled alone above: errors name its
-			// own positions.
-			expr = "(" + user + ") and (" + alsoFilter + ")"
+			// own positions. The command's comes first, so that objects it
+			// excludes never reach the user's (which may expect its
+			// shape); the newline ends a comment the user's may end with.
+			expr = "(" + alsoFilter + ") and (" + user + "\n)"
 		}
 		prog, err := stream.Compile("--filter", expr, vars)
 		if err != nil {

@@ -150,6 +150,10 @@ func TestKeyMgmtPreset(t *testing.T) {
 	}
 	once("--mgmt", "exported", "--kind", "svc")
 	once("--mgmt", "exported", "--from", "h1", "--name", "/tmp/foo")
+	// The preset's conditions come before the user's filter: a filter
+	// that expects a file never sees the service (--strict would fail on
+	// it), and a comment at its end ends nothing else.
+	once("--mgmt", "exported", "--kind", "file", "--strict", "--filter", `.value.Path | startswith("/srv") # files under /srv`)
 	once("--mgmt", "strings")
 	once("--mgmt", "deploy")
 

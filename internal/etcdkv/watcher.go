@@ -219,34 +219,42 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 }
 
 // watch follows changes after rev until the history is gone (returns nil)
-// or ctx ends (returns ctx.Err()).
+// or ctx ends (returns ctx.Err()). Each range (Key, and Also's prefixes)
+// keeps the last revision it delivered, and a broken watch resumes each
+// from its own: one quiet range does not make another deliver again.
 func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error {
+	ranges := w.ranges()
+	revs := make([]int64, len(ranges))
+	for i := range revs {
+		revs[i] = rev
+	}
 	b := backoff.Backoff{Max: w.MaxBackoff}
 	for {
-		next, err := w.watchOnce(ctx, rev, out)
+		before := slices.Clone(revs)
+		err := w.watchOnce(ctx, ranges, revs, out)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, rev+1)
+			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, slices.Min(revs)+1)
 			return nil
 		}
 		if refused(err) {
 			return fmt.Errorf("watch %q: %w", w.Key, err)
 		}
-		if next > rev {
+		if !slices.Equal(before, revs) {
 			b.Reset() // progress was made: this is a fresh failure
 		}
-		rev = next
-		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, rev+1)
+		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, slices.Min(revs)+1)
 		if err := b.Wait(ctx); err != nil {
 			return err
 		}
 	}
 }
 
-// watchOnce runs one etcd watch from rev+1 and returns the last revision
-// it delivered, with the error that ended it.
+// watchOnce runs one etcd watch per range, range i from revs[i]+1, on
+// one stream, and keeps revs[i] at the last revision delivered for it. It
+// returns the error that ended the stream.
 //
 // It speaks etcd's Watch RPC itself rather than through clientv3's
 // Watcher, which hands every response through three goroutines of its
@@ -255,7 +263,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 // Errors are as clientv3 makes them: a compaction is
 // rpctypes.ErrCompacted, a watch cancelled by the server carries its
 // reason as codes.FailedPrecondition.
-func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (int64, error) {
+func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64, out nodeset.Sink) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	// The call options clientv3 gives every call: wait for the
@@ -263,52 +271,47 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 	// values is one response).
 	stream, err := pb.NewWatchClient(w.Client.ActiveConnection()).Watch(wctx, grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32))
 	if err != nil {
-		return rev, rpctypes.Error(err)
+		return rpctypes.Error(err)
 	}
-	// One etcd watch per range, on one stream. Each delivers its
-	// revisions in order, but not in order with the other's, so each
-	// keeps its own last revision; a watch that breaks resumes from the
-	// lowest (what the other delivers again is no change to the
-	// follower).
-	ranges := w.ranges()
-	last := make(map[int64]int64, len(ranges)) // by watch id
-	for _, r := range ranges {
-		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: rev + 1}
+	for i, r := range ranges {
+		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: revs[i] + 1, ProgressNotify: len(ranges) > 1}
 		if r.end != "" {
 			create.RangeEnd = []byte(r.end)
 		}
 		if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
-			return rev, rpctypes.Error(err)
+			return rpctypes.Error(err)
 		}
 	}
-	delivered := func() int64 {
-		low := rev
-		if len(last) == len(ranges) {
-			low = math.MaxInt64
-			for _, r := range last {
-				low = min(low, r)
-			}
-		}
-		return low
-	}
+	// etcd answers the creates in order, each with the id of its watch;
+	// the events of a watch carry its id.
+	ranged := make(map[int64]int, len(ranges))
 	for {
 		resp, err := stream.Recv()
 		switch {
 		case err != nil:
-			return delivered(), rpctypes.Error(err)
+			return rpctypes.Error(err)
 		case resp.CompactRevision != 0:
-			return delivered(), rpctypes.ErrCompacted
+			return rpctypes.ErrCompacted
 		case resp.Canceled && resp.CancelReason != "":
-			return delivered(), rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
+			return rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
 		case resp.Canceled:
-			return delivered(), rpctypes.ErrFutureRev
+			return rpctypes.ErrFutureRev
+		case resp.Created:
+			if len(ranged) == len(ranges) {
+				return fmt.Errorf("etcd created more watches than asked for")
+			}
+			ranged[resp.WatchId] = len(ranged)
 		}
-		if _, ok := last[resp.WatchId]; !ok {
-			last[resp.WatchId] = rev
+		i, ok := ranged[resp.WatchId]
+		if !ok {
+			return fmt.Errorf("events of watch %d, which was not created", resp.WatchId)
 		}
-		// One batch per revision: one transaction, one batch. A
-		// response without events (the watch was created, progress) has
-		// none.
+		if len(resp.Events) == 0 && !resp.Created && resp.Header != nil {
+			// A progress notification: everything up to the header's
+			// revision was delivered, so a quiet range moves on too.
+			revs[i] = max(revs[i], resp.Header.Revision)
+		}
+		// One batch per revision: one transaction, one batch.
 		events := resp.Events
 		for len(events) > 0 {
 			r := events[0].Kv.ModRevision
@@ -316,14 +319,16 @@ func (w *Watcher) watchOnce(ctx context.Context, rev int64, out nodeset.Sink) (i
 			for n < len(events) && events[n].Kv.ModRevision == r {
 				n++
 			}
-			b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r}
-			for _, ev := range events[:n] {
-				if c, ok := w.change(ev.Kv, ev.Type == mvccpb.DELETE); ok {
-					b.Changes = append(b.Changes, c)
+			if r > revs[i] {
+				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r}
+				for _, ev := range events[:n] {
+					if c, ok := w.change(ev.Kv, ev.Type == mvccpb.DELETE); ok {
+						b.Changes = append(b.Changes, c)
+					}
 				}
+				out.Put(b)
+				revs[i] = r
 			}
-			out.Put(b)
-			last[resp.WatchId] = r
 			events = events[n:]
 		}
 	}

@@ -310,3 +310,33 @@ func changeIDs(b nodeset.Batch) []string {
 	}
 	return ids
 }
+
+// TestWatcherAlsoResumesEachRange: after a broken connection, each range
+// resumes from the last revision it delivered: a change delivered before
+// the break in one range is not delivered again because the other range
+// was quiet.
+func TestWatcherAlsoResumesEachRange(t *testing.T) {
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	proxy := etcdtest.NewProxy(t, ep)
+	pc := etcdtest.Client(t, proxy.Endpoint)
+	w := &Watcher{Client: pc, Key: "/f/a/", Prefix: true, Also: []string{"/f/b/"}, Decode: value, MaxBackoff: 200 * time.Millisecond}
+	q := startWatcher(t, w)
+	next(t, q) // the initial, empty state
+	etcdtest.Put(t, c, "/f/a/1", "delivered before the break")
+	if ids := changeIDs(next(t, q)); !cmp.Equal([]string{"/f/a/1"}, ids) {
+		t.Fatalf("before the break: %q", ids)
+	}
+	proxy.Cut()
+	rb := etcdtest.Put(t, c, "/f/b/1", "made during the break")
+	proxy.Restore()
+	b := next(t, q)
+	if ids := changeIDs(b); !cmp.Equal([]string{"/f/b/1"}, ids) || b.Rev != rb {
+		t.Fatalf("after the break: %q at rev %d; want only /f/b/1 at rev %d", ids, b.Rev, rb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if b, err := q.Next(ctx); err == nil {
+		t.Fatalf("then %q at rev %d: delivered again", changeIDs(b), b.Rev)
+	}
+}

@@ -84,13 +84,16 @@ type field struct {
 }
 
 // maxDepth bounds the nesting of values (and so the recursion).
-const maxDepth = 200
+const maxDepth = 1000
 
 // Decode decodes the first value of the gob stream b into JSON. The
 // stream may hold more values (a gob encoder's later Encode calls); they
 // are ignored.
 func Decode(b []byte) ([]byte, error) {
-	d := &decoder{stream: b, types: map[typeID]*wireType{}}
+	// JSON is at most a few times the gob (a byte's bool is "false", a
+	// short int's escapes); the limit is a backstop against what the
+	// format allows but Go never writes.
+	d := &decoder{stream: b, types: map[typeID]*wireType{}, maxOut: 64*len(b) + 1<<20}
 	var out bytes.Buffer
 	d.out = &out
 	if err := d.run(); err != nil {
@@ -127,6 +130,8 @@ type decoder struct {
 	types  map[typeID]*wireType
 	out    *bytes.Buffer
 	depth  int
+	inKey  int // decoding a map key
+	maxOut int // the JSON may not grow past this
 }
 
 func (d *decoder) run() (err error) {
@@ -218,19 +223,23 @@ func readUint(b []byte) (uint64, []byte) {
 	return x, b[n+1:]
 }
 
-// length reads a count of bytes or elements that must fit in what is left
-// of the message (every element takes at least a byte).
-func (d *decoder) length() int {
+// count reads a count of elements, which must fit in what is left of
+// the input (every element takes at least a byte; a message may end in
+// the middle of a list, when an element brings a new type with it).
+func (d *decoder) count() int {
 	n := d.uint()
-	if n > uint64(len(d.buf)) {
-		errorf("length %d exceeds the %d bytes left", n, len(d.buf))
+	if left := len(d.buf) + len(d.stream); n > uint64(left) {
+		errorf("count %d exceeds the %d bytes left", n, left)
 	}
 	return int(n)
 }
 
-// bytes reads a length and that many bytes.
+// bytes reads a length and that many bytes of the current message.
 func (d *decoder) bytes() []byte {
-	n := d.length()
+	n := d.uint()
+	if n > uint64(len(d.buf)) {
+		errorf("length %d exceeds the %d bytes left", n, len(d.buf))
+	}
 	b := d.buf[:n]
 	d.buf = d.buf[n:]
 	return b
@@ -280,7 +289,7 @@ func (d *decoder) recvType(id typeID) {
 				case 0:
 					w.name = d.common()
 				case 1:
-					n := d.length()
+					n := d.count()
 					for range n {
 						var fl field
 						d.structFields(func(h int) {
@@ -434,7 +443,7 @@ func (d *decoder) value(id typeID, alone bool) {
 	case kStruct:
 		d.object(w)
 	case kSlice, kArray:
-		n := d.length()
+		n := d.count()
 		if w.kind == kArray && n != w.length {
 			errorf("array of %d elements for type %s of %d", n, w.name, w.length)
 		}
@@ -506,9 +515,14 @@ func (d *decoder) iface() {
 }
 
 // mapValue writes a map as an object; a key that is not a string becomes
-// its JSON text.
+// its JSON text. A map inside a key cannot come from Go (maps are not
+// comparable), and quoting keys within keys would double the output at
+// every level: it is refused.
 func (d *decoder) mapValue(w *wireType) {
-	n := d.length()
+	if d.inKey > 0 {
+		errorf("a map inside a map key")
+	}
+	n := d.count()
 	d.out.WriteByte('{')
 	for i := range n {
 		if i > 0 {
@@ -518,13 +532,20 @@ func (d *decoder) mapValue(w *wireType) {
 			d.str(d.bytes())
 		} else {
 			start := d.out.Len()
+			d.inKey++
 			d.value(w.key, false)
-			key := bytes.Clone(d.out.Bytes()[start:])
-			d.out.Truncate(start)
-			d.str(key)
+			d.inKey--
+			if key := d.out.Bytes()[start:]; key[0] != '"' { // a string key stays as it is
+				key = bytes.Clone(key)
+				d.out.Truncate(start)
+				d.str(key)
+			}
 		}
 		d.out.WriteByte(':')
 		d.value(w.elem, false)
+		if d.out.Len() > d.maxOut {
+			errorf("the JSON would be more than %d bytes", d.maxOut)
+		}
 	}
 	d.out.WriteByte('}')
 }
