@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"unicode/utf8"
 )
 
 // Path is a place in a JSON value as jq writes it (path(f), paths,
@@ -230,9 +231,11 @@ func next(b []byte, i int) int {
 // q encodes (never nil).
 func decodeKey(q []byte) []byte {
 	s := q[1 : len(q)-1]
-	if bytes.IndexByte(s, '\\') < 0 {
+	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
 		return s
 	}
+	// Escapes to undo, or bytes that are not UTF-8, which decoding turns
+	// into U+FFFD (as Decode and encoding/json do).
 	var out string
 	json.Unmarshal(q, &out) // q is a valid JSON string by construction
 	return []byte(out)

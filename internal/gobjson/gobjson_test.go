@@ -172,9 +172,9 @@ func TestDecodeKeys(t *testing.T) {
 func TestDecodeMapInKey(t *testing.T) {
 	// Type 64: map[type 64]int, defined by hand.
 	def := []byte{0x7f, // -64: a definition of type 64
-		0x04,                   // wireType field 3: MapT
-		0x01,                   // mapType field 0: CommonType
-		0x01, 0x01, 'm',        // Name "m"
+		0x04,            // wireType field 3: MapT
+		0x01,            // mapType field 0: CommonType
+		0x01, 0x01, 'm', // Name "m"
 		0x01, 0xff, 0x80, 0x00, // Id 64; end of CommonType
 		0x01, 0xff, 0x80, // Key: type 64
 		0x01, 0x04, 0x00, // Elem: int; end of mapType
