@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -39,7 +41,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func newApp(e *env) *cli.App {
-	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{err} }
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{longFlags(err)} }
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
@@ -63,6 +65,7 @@ func newApp(e *env) *cli.App {
 		Flags:                     []cli.Flag{helpFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
 		Description:               appDescription,
+		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + watchExitCodes,
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,
@@ -81,6 +84,20 @@ func newApp(e *env) *cli.App {
 			return usagef("no command given (try nodewatch --help)")
 		},
 	}
+}
+
+// flagInMessage is a flag as Go's flag package names it in its errors:
+// with one dash, whatever the user typed.
+var flagInMessage = regexp.MustCompile(`(not defined|needs an argument|invalid value "[^"]*" for flag|invalid boolean value "[^"]*" for): -([a-z][a-z-]+)`)
+
+// longFlags rewrites the flag package's "-name" into "--name", as the
+// user typed it and as --help lists it (one-letter flags keep one dash).
+func longFlags(err error) error {
+	msg := flagInMessage.ReplaceAllString(err.Error(), "$1: --$2")
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // helpFlag is --help, -h: a flag value for one command of one run.

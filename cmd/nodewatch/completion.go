@@ -21,6 +21,9 @@ func completionCommand(e *env, app func() *cli.App) *cli.Command {
    nodewatch completion zsh > "${fpath[1]}/_nodewatch"
    nodewatch completion fish > ~/.config/fish/completions/nodewatch.fish`,
 		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("completion: want one shell (bash, zsh or fish), got %d arguments", c.NArg())
+			}
 			script, err := completionScript(c.Args().First(), app)
 			if err != nil {
 				return err

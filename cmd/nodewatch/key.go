@@ -125,7 +125,12 @@ type keyRule struct {
 // a human.
 func (o *keyOptions) textSummary(obj any) string {
 	m, _ := doc.TreeOf(obj).(map[string]any)
-	b, _ := gojq.Marshal(m["value"])
+	var b []byte
+	if d, ok := obj.(*doc.Doc); ok {
+		b, _ = doc.At(d, doc.Path{"value"}) // as stored, as the JSON output has it
+	} else {
+		b, _ = gojq.Marshal(m["value"])
+	}
 	fields, _ := m["fields"].(map[string]any)
 	if len(fields) == 0 {
 		return string(b)

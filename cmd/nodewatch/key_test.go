@@ -232,7 +232,7 @@ func TestKeyUsageErrors(t *testing.T) {
 		{"bad argjson", []string{"key", "/x", "--argjson", "v", "{"}, "--argjson v: invalid JSON"},
 		{"bad value mode", []string{"key", "/x", "--value", "hex"}, `--value: unknown value mode "hex"`},
 		{"no key", []string{"key"}, "want exactly one KEY"},
-		{"unknown flag", []string{"key", "/x", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"unknown flag", []string{"key", "/x", "--bogus"}, "flag provided but not defined: --bogus"},
 		{"unknown command", []string{"keys"}, `unknown command "keys"`},
 	}
 	for _, tt := range tests {

@@ -78,6 +78,9 @@ func parseMgmtOptions(c *cli.Context) (*mgmtOptions, error) {
 		return nil, usagef("--mgmt: unknown area %q (want %s)", area, strings.Join(names, ", "))
 	}
 	ns := strings.TrimSuffix(c.String("mgmt-namespace"), "/")
+	if !strings.HasPrefix(ns, "/") {
+		return nil, usagef("--mgmt-namespace: want a key prefix starting with /, got %q", c.String("mgmt-namespace"))
+	}
 	dir := strings.SplitN(rules[0].pattern, "/", 3)[1]
 	o := &mgmtOptions{key: ns + "/" + dir + "/"}
 	for _, r := range rules {

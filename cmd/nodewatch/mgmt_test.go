@@ -85,6 +85,9 @@ func TestKeyPatternMismatch(t *testing.T) {
 		{[]string{"--mgmt", "exported", "/x"}, "--mgmt takes no KEY"},
 		{[]string{"--mgmt", "exported", "--key-pattern", "/{a}"}, "--mgmt names the segments itself"},
 		{[]string{"--mgmt", "exported", "--filter", ".["}, "--filter"},
+		{[]string{"--mgmt", "exported", "--mgmt-namespace", "_mgmt"}, "--mgmt-namespace: want a key prefix starting with /"},
+		{[]string{"--mgmt"}, "flag needs an argument: --mgmt"},
+		{[]string{"/x", "--bogus"}, "flag provided but not defined: --bogus"},
 	} {
 		_, stderr, code := runSync(t, append([]string{"key", "--etcd", ep}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

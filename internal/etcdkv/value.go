@@ -120,7 +120,7 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 	case ValueGob:
 		out, err := gobjson.DecodeBase64(b)
 		if err != nil {
-			return nil, fmt.Errorf("value is not gob: %w", err)
+			return nil, fmt.Errorf("value is not gob (try --value auto or text): %w", err)
 		}
 		return append(dst, out...), nil
 	case ValueQuery:

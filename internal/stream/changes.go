@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,35 @@ func shorten(v []byte, ok bool, budget int) string {
 	}
 	return s + "…"
 }
+
+// cutLine cuts the line in b so that it is at most width characters
+// wide, ending in "…"; the part before start (time, type, id) is kept
+// whole.
+func cutLine(b *bytes.Buffer, start, width int) {
+	line := b.Bytes()
+	if i := bytes.LastIndexByte(line[:start], '\n'); i >= 0 {
+		line = line[i+1:]
+		start -= i + 1
+	}
+	// Escape codes take no room on the screen.
+	if utf8.RuneCount(ansi.ReplaceAll(line, nil)) <= width {
+		return
+	}
+	room := max(width-utf8.RuneCount(ansi.ReplaceAll(line[:start], nil))-1, 0)
+	tail := line[start:]
+	n := 0
+	for i := range string(tail) {
+		if n == room {
+			b.Truncate(b.Len() - len(tail) + i)
+			b.WriteString("…")
+			return
+		}
+		n++
+	}
+}
+
+// ansi matches the colour codes the encoder writes.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // size sums up the array or object v: "[3 items]", "{1 field}".
 func size(v []byte) string {

@@ -216,10 +216,16 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 		return
 	}
 	b.WriteString("  ")
+	start := b.Len()
 	if e.opts.Summary != nil {
 		b.WriteString(sanitize(e.opts.Summary(ev.Object)))
 	} else {
 		writeValue(b, ev.Object)
+	}
+	// On a terminal the line fits its width (the whole object is in -o
+	// json); elsewhere it stays whole, for grep.
+	if e.opts.Width > 0 {
+		cutLine(b, start, e.opts.Width)
 	}
 	if ev.Type == nodeset.Updated {
 		e.textChanges(b, ev)

@@ -261,3 +261,26 @@ func TestFormatPath(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderTextCutsSummary: on a terminal (Width set) a line fits the
+// width, colour codes taking no room; without a width it stays whole.
+func TestEncoderTextCutsSummary(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
+	ev := nodeset.Event{Type: nodeset.New, ID: "/k", Object: doc.New([]byte(`{"v":"` + strings.Repeat("é", 50) + `"}`))}
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Format: Text, Now: at, Width: 40}, "14:03:07 new      /k  {\"v\":\"" + strings.Repeat("é", 11) + "…\n"},
+		{Options{Format: Text, Now: at, Width: 40, Color: true}, "14:03:07 \x1b[32mnew     \x1b[0m /k  {\"v\":\"" + strings.Repeat("é", 11) + "…\n"},
+		{Options{Format: Text, Now: at}, "14:03:07 new      /k  {\"v\":\"" + strings.Repeat("é", 50) + "\"}\n"},
+	} {
+		var buf bytes.Buffer
+		e := NewEncoder(&buf, c.opts)
+		e.Encode(ev)
+		e.Flush()
+		if buf.String() != c.want {
+			t.Errorf("width %d, colour %v:\n got %q\nwant %q", c.opts.Width, c.opts.Color, buf.String(), c.want)
+		}
+	}
+}
