@@ -10,8 +10,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/itchyny/gojq"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/doc"
@@ -124,16 +122,20 @@ type keyRule struct {
 // order the patterns name them) and its value; the revisions are noise to
 // a human.
 func (o *keyOptions) textSummary(obj any) string {
-	m, _ := doc.TreeOf(obj).(map[string]any)
-	var b []byte
-	if d, ok := obj.(*doc.Doc); ok {
-		b, _ = doc.At(d, doc.Path{"value"}) // as stored, as the JSON output has it
-	} else {
-		b, _ = gojq.Marshal(m["value"])
+	d, ok := obj.(*doc.Doc) // as etcdkv.Object makes every key's object
+	if !ok {
+		return ""
 	}
-	fields, _ := m["fields"].(map[string]any)
+	// The parts as stored (the value's members in the JSON output's
+	// order), without decoding the value.
+	value, _ := doc.At(d, doc.Path{"value"})
+	var fields map[string]any
+	if raw, ok := doc.At(d, doc.Path{"fields"}); ok {
+		t, _ := doc.Decode(raw)
+		fields, _ = t.(map[string]any)
+	}
 	if len(fields) == 0 {
-		return string(b)
+		return string(value)
 	}
 	var parts []string
 	seen := map[string]bool{}
@@ -145,7 +147,7 @@ func (o *keyOptions) textSummary(obj any) string {
 			}
 		}
 	}
-	return strings.Join(parts, " ") + "  " + string(b)
+	return strings.Join(parts, " ") + "  " + string(value)
 }
 
 // decoder returns how the watcher turns a key-value into its object: the

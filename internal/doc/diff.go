@@ -208,6 +208,18 @@ func elements(b []byte) [][]byte {
 	return es
 }
 
+// Len returns the number of elements of the array, or of members (keys)
+// of the object, encoded in b; 0 for any other value.
+func Len(b []byte) int {
+	switch b[0] {
+	case '[':
+		return count(b)
+	case '{':
+		return len(members(b, nil))
+	}
+	return 0
+}
+
 // count returns the number of elements of the array in b.
 func count(b []byte) int {
 	n := 0

@@ -254,34 +254,15 @@ func (d *decoder) recvType(id typeID) {
 		errorf("duplicate or reserved type id %d", id)
 	}
 	w := &wireType{}
+	setID := func(dst *typeID) func(int64) { return func(v int64) { *dst = typeID(v) } }
 	d.structFields(func(f int) {
 		switch f {
 		case 0: // ArrayT {CommonType, Elem, Len}
 			w.kind = kArray
-			d.structFields(func(g int) {
-				switch g {
-				case 0:
-					w.name = d.common()
-				case 1:
-					w.elem = typeID(d.int())
-				case 2:
-					w.length = int(d.int())
-				default:
-					errorf("bad array type")
-				}
-			})
+			d.typeBody(w, setID(&w.elem), func(v int64) { w.length = int(v) })
 		case 1: // SliceT {CommonType, Elem}
 			w.kind = kSlice
-			d.structFields(func(g int) {
-				switch g {
-				case 0:
-					w.name = d.common()
-				case 1:
-					w.elem = typeID(d.int())
-				default:
-					errorf("bad slice type")
-				}
-			})
+			d.typeBody(w, setID(&w.elem))
 		case 2: // StructT {CommonType, Field []fieldType{Name, Id}}
 			w.kind = kStruct
 			d.structFields(func(g int) {
@@ -289,8 +270,7 @@ func (d *decoder) recvType(id typeID) {
 				case 0:
 					w.name = d.common()
 				case 1:
-					n := d.count()
-					for range n {
+					for range d.count() {
 						var fl field
 						d.structFields(func(h int) {
 							switch h {
@@ -310,29 +290,13 @@ func (d *decoder) recvType(id typeID) {
 			})
 		case 3: // MapT {CommonType, Key, Elem}
 			w.kind = kMap
-			d.structFields(func(g int) {
-				switch g {
-				case 0:
-					w.name = d.common()
-				case 1:
-					w.key = typeID(d.int())
-				case 2:
-					w.elem = typeID(d.int())
-				default:
-					errorf("bad map type")
-				}
-			})
+			d.typeBody(w, setID(&w.key), setID(&w.elem))
 		case 4, 5, 6: // GobEncoderT, BinaryMarshalerT, TextMarshalerT {CommonType}
 			w.kind = kEncoder
 			if f == 6 {
 				w.kind = kTextEncoder
 			}
-			d.structFields(func(g int) {
-				if g != 0 {
-					errorf("bad encoder type")
-				}
-				w.name = d.common()
-			})
+			d.typeBody(w)
 		default:
 			errorf("bad type definition")
 		}
@@ -341,6 +305,22 @@ func (d *decoder) recvType(id typeID) {
 		errorf("empty type definition")
 	}
 	d.types[id] = w
+}
+
+// typeBody reads the definition of an array, slice, map or encoder type:
+// a struct whose field 0 is the CommonType (its name goes to w.name) and
+// whose fields 1, 2 … are integers, handed to ints in order.
+func (d *decoder) typeBody(w *wireType, ints ...func(int64)) {
+	d.structFields(func(g int) {
+		switch {
+		case g == 0:
+			w.name = d.common()
+		case g <= len(ints):
+			ints[g-1](d.int())
+		default:
+			errorf("bad type definition")
+		}
+	})
 }
 
 // common reads a CommonType {Name, Id} and returns the name.

@@ -134,7 +134,7 @@ var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // size sums up the array or object v: "[3 items]", "{1 field}".
 func size(v []byte) string {
-	n := count(v)
+	n := doc.Len(v)
 	if v[0] == '[' {
 		return fmt.Sprintf("[%d %s]", n, plural(n, "item"))
 	}
@@ -146,22 +146,6 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
-}
-
-// count returns the number of elements or members of the array or
-// object v.
-func count(v []byte) int {
-	t, err := doc.Decode(v)
-	if err != nil {
-		return 0
-	}
-	switch t := t.(type) {
-	case []any:
-		return len(t)
-	case map[string]any:
-		return len(t)
-	}
-	return 0
 }
 
 // FormatPath returns p as a jq path expression: .status.external_address,
@@ -214,7 +198,7 @@ var jqKeywords = map[string]bool{
 // quote returns s as a JSON string.
 func quote(s string) string {
 	var b bytes.Buffer
-	writeValue(&b, s)
+	writeString(&b, s)
 	return b.String()
 }
 
