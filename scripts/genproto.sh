@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the checked-in Go code for the Monogon Metropolis Curator wire
-# types (proto/ -> internal/curator/{apipb,commonpb,versionpb}).
+# types (proto/ -> internal/curator/{apipb,commonpb,versionpb,mgmtpb}).
 #
 # Works from a fresh machine: installs protoc from Debian if it is missing and
 # installs pinned protoc-gen-go / protoc-gen-go-grpc into ./.bin. Idempotent:
@@ -45,7 +45,7 @@ install_gen protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$P
 
 # 3. Generate. Old generated files are removed first so that a removed .proto
 # leaves nothing stale behind; hand-written files (tests) are kept.
-OUT_DIRS=(internal/curator/apipb internal/curator/commonpb internal/curator/versionpb)
+OUT_DIRS=(internal/curator/apipb internal/curator/commonpb internal/curator/versionpb internal/curator/mgmtpb)
 for d in "${OUT_DIRS[@]}"; do
 	mkdir -p "$d"
 	find "$d" -maxdepth 1 -name '*.pb.go' -delete
@@ -55,6 +55,7 @@ PROTOS=(
 	proto/version/spec/spec.proto
 	proto/metropolis/proto/common/common.proto
 	proto/metropolis/node/core/curator/proto/api/api.proto
+	proto/metropolis/proto/api/management.proto
 )
 
 PATH="$BIN:$PATH" protoc \

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc/credentials"
@@ -19,7 +20,8 @@ type nodesOptions struct {
 	*watchOptions
 	endpoints []string
 	creds     credentials.TransportCredentials
-	nodeID    string // "" for every node
+	nodeID    string        // "" for every node
+	health    time.Duration // poll GetNodes this often; 0: no health
 }
 
 const nodesDescription = `Follows the Watch RPC of a Monogon Metropolis Curator (or of nodewatch serve)
@@ -28,10 +30,17 @@ ends with synced: true; after a lost connection nodewatch reconnects (to the
 next endpoint, or to the leader a non-leader names) and prints only what
 differs.
 
+The Watch stream carries no health. With --health, each node also gets
+"health" (HEALTH_HEALTHY, HEALTH_HEARTBEAT_TIMEOUT, HEALTH_UNKNOWN) and
+"time_since_heartbeat" from Management.GetNodes, polled every
+--health-interval; a change of health prints updated (a change of
+time_since_heartbeat alone prints nothing).
+
 Examples:
    nodewatch nodes --curator 10.0.0.1:7835,10.0.0.2:7835
    nodewatch nodes --once | jq -r 'select(.type=="new") | .object.status.external_address'
    nodewatch nodes --until '[.[] | select(.state == "NODE_STATE_UP")] | length >= 3' --timeout 5m
+   nodewatch nodes --health --until 'length >= 3 and all(.health == "HEALTH_HEALTHY")' --timeout 5m
    nodewatch nodes --filter '.roles.consensus_member' -o text
    nodewatch nodes --equals '.status.external_address' --changes-only`
 
@@ -49,7 +58,7 @@ func nodesCommand(e *env) *cli.Command {
 		Name:        "nodes",
 		Usage:       "watch every node of a Metropolis cluster (Curator Watch)",
 		Description: nodesDescription,
-		Flags:       append(curatorFlags(), watchFlags()...),
+		Flags:       append(append(curatorFlags(), healthFlags()...), watchFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
@@ -69,7 +78,7 @@ func nodeCommand(e *env) *cli.Command {
 		Usage:       "watch one node of a Metropolis cluster (Curator Watch)",
 		ArgsUsage:   "ID",
 		Description: nodeDescription,
-		Flags:       append(curatorFlags(), watchFlags()...),
+		Flags:       append(append(curatorFlags(), healthFlags()...), watchFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("node: want exactly one node ID, got %d arguments", c.NArg())
@@ -98,6 +107,11 @@ func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
 	if o.creds, err = curatorCredentials(c); err != nil {
 		return nil, err
 	}
+	if c.Bool("health") {
+		if o.health = c.Duration("health-interval"); o.health <= 0 {
+			return nil, usagef("--health-interval: must be positive, got %v", o.health)
+		}
+	}
 	o.list = nodeID == ""
 	o.target = "curator at " + strings.Join(o.endpoints, ",")
 	o.summary = nodeSummary
@@ -111,6 +125,8 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 		NodeID:      o.nodeID,
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,
+
+		HealthInterval: o.health,
 	}
 	return follow(ctx, e, o.watchOptions, src)
 }
@@ -126,6 +142,14 @@ func curatorFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "curator", Value: defaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
 	}, tlsFlags()...)
+}
+
+// healthFlags add health to the Curator's nodes.
+func healthFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "health", Usage: "add each node's health and time_since_heartbeat from Management.GetNodes, polled every --health-interval"},
+		&cli.DurationFlag{Name: "health-interval", Value: 5 * time.Second, Usage: "with --health: poll GetNodes every `D`"},
+	}
 }
 
 // tlsFlags are the client TLS flags shared by etcd and the Curator.
@@ -148,7 +172,8 @@ func curatorCredentials(c *cli.Context) (credentials.TransportCredentials, error
 	return credentials.NewTLS(curator.ClientTLS(t)), nil
 }
 
-// nodeSummary is what -o text shows of a node: state, address, roles.
+// nodeSummary is what -o text shows of a node: state, health (with
+// --health), address, roles.
 func nodeSummary(obj any) string {
 	n, _ := doc.TreeOf(obj).(map[string]any)
 	state, _ := n["state"].(string)
@@ -157,6 +182,9 @@ func nodeSummary(obj any) string {
 		state = "INVALID"
 	}
 	parts := []string{state}
+	if h, ok := n["health"].(string); ok { // --health
+		parts = append(parts, strings.TrimPrefix(h, "HEALTH_"))
+	}
 	if st, ok := n["status"].(map[string]any); ok {
 		if a, ok := st["external_address"].(string); ok {
 			parts = append(parts, a)

@@ -91,6 +91,23 @@ var ErrUnavailable = errors.New("unavailable")
 // node, stayed open for Settle. Until the first one is, Run gives up with
 // ErrUnavailable after DialTimeout.
 //
+// # Health
+//
+// The Watch stream has no health; Management.GetNodes has. With
+// HealthInterval set, a second connection (to the endpoints in turn,
+// with the same credentials) calls GetNodes at the start and then every
+// HealthInterval, and every node's object gets two more members: "health"
+// (the enum's name, HEALTH_UNKNOWN for a node GetNodes did not report)
+// and, when the server gives it, "time_since_heartbeat" (protobuf JSON,
+// "1.500s"). The first full batch waits for the first answer. A node
+// whose health changes is handed over again (CauseChange); one whose
+// time_since_heartbeat alone changed is not, or every poll would change
+// every node: its object keeps the time_since_heartbeat of the poll its
+// health was last taken from. A server refusing GetNodes with
+// Unimplemented or a fatal status ends Run with that error; no answer
+// within DialTimeout of the start ends it with ErrUnavailable; later
+// failures are logged and retried, and nodes keep their last health.
+//
 // A Client's fields must not change while Run runs.
 type Client struct {
 	// Endpoints are the Curator addresses (host:port) to try, in order.
@@ -122,6 +139,9 @@ type Client struct {
 	// the node is taken not to exist; 0 means DefaultSettle. It is
 	// capped at half of DialTimeout.
 	Settle time.Duration
+	// HealthInterval, if positive, adds health to every node: see
+	// "Health" above.
+	HealthInterval time.Duration
 }
 
 // Run watches until ctx ends or a fatal error occurs, putting batches into
@@ -134,6 +154,14 @@ func (c *Client) Run(ctx context.Context, out nodeset.Sink) error {
 	if len(c.Endpoints) == 0 {
 		return errors.New("curator client: no endpoints configured")
 	}
+	if c.HealthInterval > 0 {
+		return c.runWithHealth(ctx, out)
+	}
+	return c.run(ctx, out)
+}
+
+// run is Run without health.
+func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
 	r := &clientRun{c: c, out: out, deadline: time.Now().Add(c.dialTimeout())}
 	var (
 		bo      = backoff.Backoff{Max: c.maxBackoff()}

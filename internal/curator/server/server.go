@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -81,6 +82,7 @@ type ServerConfig struct {
 type Server struct {
 	apipb.UnimplementedCuratorServer
 	apipb.UnimplementedCuratorLocalServer
+	mgmtpb.UnimplementedManagementServer
 
 	cfg    ServerConfig
 	prefix string
@@ -88,11 +90,11 @@ type Server struct {
 	ready chan struct{} // closed by Run once nodes holds the initial state
 	done  chan struct{} // closed by Run when it returns, after stopped is set
 
-	mu      sync.Mutex // guards the fields below
-	started bool       // Run was called
-	isReady bool       // ready is closed
-	stopped bool       // Run has returned; subscribers are closed
-	nodes   *nodeset.Follower
+	mu      sync.Mutex        // guards the fields below
+	started bool              // Run was called
+	isReady bool              // ready is closed
+	stopped bool              // Run has returned; subscribers are closed
+	nodes   *nodeset.Follower // *record objects
 	subs    map[*subscriber]struct{}
 
 	// eventLimit, if set, replaces curator.MaxEventSize (a test hook).
@@ -102,7 +104,20 @@ type Server struct {
 var (
 	_ apipb.CuratorServer      = (*Server)(nil)
 	_ apipb.CuratorLocalServer = (*Server)(nil)
+	_ mgmtpb.ManagementServer  = (*Server)(nil)
 )
+
+// record is a node as the server keeps it: the node its record holds, as
+// it is sent, and the health the record carries besides (for GetNodes;
+// the Watch wire has none).
+type record struct {
+	wire   wireNode
+	health curator.Health
+}
+
+func (r *record) equal(o *record) bool {
+	return bytes.Equal(r.wire, o.wire) && r.health.Health == o.health.Health && r.health.Heartbeat.Equal(o.health.Heartbeat)
+}
 
 // wireNode is a node as the server keeps and sends it: the deterministic
 // binary protobuf encoding of its Node message. A hundred thousand nodes
@@ -162,7 +177,7 @@ func NewServer(cfg ServerConfig) *Server {
 		prefix = curator.DefaultPrefix
 	}
 	equal := func(_ string, a, b any) (bool, error) {
-		return bytes.Equal(a.(wireNode), b.(wireNode)), nil
+		return a.(*record).equal(b.(*record)), nil
 	}
 	return &Server{
 		cfg:    cfg,
@@ -174,10 +189,12 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 }
 
-// Register registers s as the Curator and CuratorLocal service on r.
+// Register registers s as the Curator, CuratorLocal and Management
+// service on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	apipb.RegisterCuratorServer(r, s)
 	apipb.RegisterCuratorLocalServer(r, s)
+	mgmtpb.RegisterManagementServer(r, s)
 }
 
 // Run reads the node records from etcd and broadcasts their changes to
@@ -218,7 +235,16 @@ func (s *Server) run(ctx context.Context) error {
 			if err != nil {
 				return nil, err
 			}
-			return encodeNode(n)
+			wire, err := encodeNode(n)
+			if err != nil {
+				return nil, err
+			}
+			h, err := curator.DecodeHealth(kv.Value)
+			if err != nil {
+				// The node is good; only what GetNodes adds is not.
+				s.logf("record %q: %v; its health is taken as unknown", kv.Key, err)
+			}
+			return &record{wire: wire, health: h}, nil
 		},
 		Logf:       s.logf,
 		MaxBackoff: s.cfg.MaxBackoff,
@@ -255,7 +281,11 @@ func (s *Server) apply(b nodeset.Batch) error {
 	err := s.nodes.Apply(b, func(ev nodeset.Event) error {
 		switch ev.Type {
 		case nodeset.New, nodeset.Updated:
-			changes = append(changes, nodeset.Change{ID: ev.ID, Object: ev.Object})
+			rec := ev.Object.(*record)
+			if ev.Type == nodeset.Updated && bytes.Equal(ev.Prev.(*record).wire, rec.wire) {
+				return nil // only its health changed, which Watch does not carry
+			}
+			changes = append(changes, nodeset.Change{ID: ev.ID, Object: rec.wire})
 		case nodeset.Deleted:
 			changes = append(changes, nodeset.Change{ID: ev.ID, Deleted: true})
 		}
@@ -302,11 +332,8 @@ func (s *Server) stop() {
 // interest (all of them for id "", else the one node if it exists) and
 // receives every later change. The caller must unsubscribe it.
 func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) {
-	select {
-	case <-s.ready:
-	case <-s.done:
-	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -317,16 +344,28 @@ func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) 
 	if id == "" {
 		initial.Changes = make([]nodeset.Change, 0, s.nodes.Set().Len())
 		s.nodes.Set().Ascend(func(id string, obj any) bool {
-			initial.Changes = append(initial.Changes, nodeset.Change{ID: id, Object: obj})
+			initial.Changes = append(initial.Changes, nodeset.Change{ID: id, Object: obj.(*record).wire})
 			return true
 		})
 	} else if obj, ok := s.nodes.Set().Get(id); ok {
-		initial.Changes = []nodeset.Change{{ID: id, Object: obj}}
+		initial.Changes = []nodeset.Change{{ID: id, Object: obj.(*record).wire}}
 	}
 	sub := &subscriber{id: id, q: handoff.New(0)}
 	sub.q.Put(initial)
 	s.subs[sub] = struct{}{}
 	return sub, nil
+}
+
+// waitReady waits until the server has its initial state, or has
+// stopped, or ctx ends (its status).
+func (s *Server) waitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+	case <-s.done:
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return nil
 }
 
 func (s *Server) unsubscribe(sub *subscriber) {
