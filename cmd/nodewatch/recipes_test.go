@@ -50,8 +50,8 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		t.Skip("jq is not installed (.ci/run installs it)")
 	}
 	recipes := readmeRecipes(t, "## Recipes")
-	if len(recipes) != 6 {
-		t.Fatalf("README has %d recipes, this test knows 6", len(recipes))
+	if len(recipes) != 7 {
+		t.Fatalf("README has %d recipes, this test knows 7", len(recipes))
 	}
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
@@ -99,9 +99,24 @@ func TestE2EReadmeRecipes(t *testing.T) {
 			t.Fatalf("output %q", out)
 		}
 	})
+	t.Run("wait until three nodes are up and healthy", func(t *testing.T) {
+		// Their records carry no health yet (HEALTH_UNKNOWN): the run
+		// waits until they say HEALTHY, and shows the updates.
+		out := recipe(t, recipes[1], func(i int, out string) {
+			if i == 0 {
+				return
+			}
+			for _, id := range []string{idA, idB, idC} {
+				putNodeHealth(t, c, id, "10.0.0."+id[:1], `"health":"HEALTHY"`)
+			}
+		})
+		if strings.Count(out, " UP UNKNOWN 10.0.0.") != 3 || strings.Count(out, ".health: \"HEALTH_UNKNOWN\" → \"HEALTH_HEALTHY\"\n") != 3 {
+			t.Fatalf("output %q; want three nodes UNKNOWN, then updates to HEALTHY", out)
+		}
+	})
 	t.Run("what each update changed", func(t *testing.T) {
 		// The pipeline never ends by itself: take its first line.
-		snippet := strings.TrimSpace(recipes[3]) + " | head -n 1"
+		snippet := strings.TrimSpace(recipes[4]) + " | head -n 1"
 		out := recipe(t, snippet, func(i int, _ string) {
 			putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.1.0."+strconv.Itoa(i)))
 		})
@@ -111,14 +126,14 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		}
 	})
 	t.Run("count nodes by state", func(t *testing.T) {
-		out := recipe(t, recipes[4], nil)
+		out := recipe(t, recipes[5], nil)
 		if got := strings.Join(strings.Fields(out), ""); got != `{"NODE_STATE_UP":3}` {
 			t.Fatalf("output %q", out)
 		}
 	})
 	t.Run("react to each new node", func(t *testing.T) {
 		// The loop never ends by itself: stop it once it has reacted.
-		snippet := strings.Replace(recipes[1], "done", "break; done", 1)
+		snippet := strings.Replace(recipes[2], "done", "break; done", 1)
 		out := recipe(t, snippet, func(i int, _ string) {
 			putNode(t, c, node(strings.Repeat("d", 30)+itoa2(i), commonpb.NodeState_NODE_STATE_NEW, ""))
 		})
@@ -134,7 +149,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		// again (no reload) and delete the key.
 		var last string // the last value put
 		reput := false
-		out := recipe(t, recipes[2], func(i int, out string) {
+		out := recipe(t, recipes[3], func(i int, out string) {
 			switch {
 			case !strings.Contains(out, "reload-app"):
 				last = `{"v":` + strconv.Itoa(i) + `}`
@@ -151,7 +166,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		}
 	})
 	t.Run("stop at the first deletion", func(t *testing.T) {
-		out := recipe(t, recipes[5], func(i int, _ string) {
+		out := recipe(t, recipes[6], func(i int, _ string) {
 			id := strings.Repeat("e", 30) + itoa2(i)
 			if i%2 == 0 {
 				putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, ""))
