@@ -432,10 +432,16 @@ func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool
 		r.establish(est)
 		changes := r.changes(ev, "")
 		if backlog == nil {
+			if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+				r.c.logf("curator sent a second PROGRESS_LAST_BACKLOGGED on one stream; taking its event as a change")
+			}
 			if len(changes) > 0 {
 				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
 			}
 			continue
+		}
+		if len(ev.GetNodeTombstones()) > 0 {
+			r.c.logf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.GetNodeTombstones()))
 		}
 		for _, c := range changes {
 			backlog[c.ID] = c
