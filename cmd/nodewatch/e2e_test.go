@@ -211,7 +211,7 @@ func TestE2EPipes(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer cmd.Process.Kill()
+		defer func() { cmd.Process.Kill(); cmd.Wait() }() // Wait: no process or goroutine left behind
 		r := bufio.NewReader(stdout)
 		for _, want := range []string{`"type":"new"`, `"type":"batch_done"`} {
 			l, err := r.ReadString('\n')
