@@ -27,7 +27,11 @@ func (e *env) logf(format string, args ...any) {
 // run is nodewatch without the process around it: it parses args, does
 // the work and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+}
+
+// runEnv is run in the environment e (tests give their own).
+func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
 	err := app.RunContext(ctx, append([]string{"nodewatch"}, normalizeArgs(app, args)...))
 	if err != nil && ctx.Err() != nil {

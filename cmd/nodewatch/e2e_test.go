@@ -54,7 +54,8 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-// command returns an exec.Cmd for the binary with a clean environment.
+// command returns an exec.Cmd for the binary with a clean environment
+// and an empty HOME.
 // The command is killed 2×timeout after this call (not counting the
 // build).
 func command(t *testing.T, args ...string) *exec.Cmd {
@@ -63,7 +64,9 @@ func command(t *testing.T, args ...string) *exec.Cmd {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	// A home of its own: no run reads the files of the user running the
+	// tests (metroctl's credentials).
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func start(t *testing.T, args ...string) *proc {
 	out := &lineWriter{lines: p.lines}
 	go func() {
 		defer close(p.done)
-		p.code = run(ctx, args, strings.NewReader(""), out, p.stderr)
+		p.code = runEnv(ctx, testEnv(strings.NewReader(""), out, p.stderr, nil), args)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -59,11 +60,34 @@ func start(t *testing.T, args ...string) *proc {
 // exit code.
 func runSync(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runSyncEnv(t, nil, args...)
+}
+
+// runSyncEnv is runSync with the variables vars set.
+func runSyncEnv(t *testing.T, vars map[string]string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, strings.NewReader(""), &stdout, &stderr)
+	code := runEnv(ctx, testEnv(strings.NewReader(""), &stdout, &stderr, vars), args)
 	return stdout.String(), stderr.String(), code
+}
+
+// testEnv is what an in-process run sees of the world: the process's
+// variables, but HOME and XDG_CONFIG_HOME empty (no run reads the files of
+// the user running the tests, such as metroctl's credentials), and vars
+// over them. (urfave/cli reads the variables of flags, NODEWATCH_CURATOR
+// and the like, from the process.)
+func testEnv(stdin io.Reader, stdout, stderr io.Writer, vars map[string]string) *env {
+	return &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		if k == "HOME" || k == "XDG_CONFIG_HOME" {
+			return ""
+		}
+		return os.Getenv(k)
+	}}
 }
 
 // growing calls try with a --timeout of one second, then three times

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"os"
 	"strings"
 	"sync/atomic"
 
@@ -47,7 +45,7 @@ Examples:
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
 		), mgmtFlags()...), watchFlags()...),
 		Action: func(c *cli.Context) error {
-			o, err := parseKeyOptions(c)
+			o, err := parseKeyOptions(c, e)
 			if err != nil {
 				return err
 			}
@@ -56,7 +54,7 @@ Examples:
 	}
 }
 
-func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
+func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	preset, err := parseMgmtOptions(c)
 	if err != nil {
 		return nil, err
@@ -81,7 +79,7 @@ func parseKeyOptions(c *cli.Context) (*keyOptions, error) {
 	if err != nil {
 		return nil, usagef("--value: %v", err)
 	}
-	eo, err := parseEtcdOptions(c)
+	eo, err := parseEtcdOptions(c, e)
 	if err != nil {
 		return nil, err
 	}
@@ -199,60 +197,45 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 func etcdFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "etcd", Value: "127.0.0.1:2379", EnvVars: []string{"NODEWATCH_ETCD"}, Usage: "etcd endpoints, comma-separated `URL[,URL…]`"},
-		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]` (password also from NODEWATCH_PASSWORD)"},
+		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]`; without a password, from NODEWATCH_PASSWORD or asked on the terminal"},
 	}, tlsFlags()...)
 }
 
 // parseEtcdOptions reads etcdFlags (all but --dial-timeout, which is the
-// command's).
-func parseEtcdOptions(c *cli.Context) (etcdkv.Config, error) {
+// command's). A --user without a password asks for one on the terminal.
+func parseEtcdOptions(c *cli.Context, e *env) (etcdkv.Config, error) {
 	o := etcdkv.Config{Endpoints: splitList(c.String("etcd"))}
 	if len(o.Endpoints) == 0 {
 		return o, usagef("--etcd: no endpoint given")
 	}
-	if u := c.String("user"); u != "" {
-		o.Username, o.Password, _ = strings.Cut(u, ":")
-		if o.Password == "" {
-			o.Password = os.Getenv("NODEWATCH_PASSWORD")
-		}
-	}
-	t, err := tlsConfig(c)
+	ct, err := parseClientTLS(c, e, false)
 	if err != nil {
 		return o, err
 	}
-	o.TLS = t
+	var plain, secure string // an http:// and an https:// endpoint
+	for _, ep := range o.Endpoints {
+		switch {
+		case strings.HasPrefix(ep, "http://"):
+			plain = ep
+		case strings.HasPrefix(ep, "https://"):
+			secure = ep
+		}
+	}
+	switch {
+	case plain != "" && secure != "":
+		return o, usagef("--etcd: %s is plaintext and %s is TLS: give all endpoints one scheme (or HOST:PORT)", plain, secure)
+	case plain != "" && ct.config != nil:
+		return o, usagef("--etcd %s: http:// is plaintext, but the TLS flags ask for TLS: use https:// or HOST:PORT", plain)
+	case secure != "" && ct.config == nil:
+		ct.config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
+	}
+	o.TLS, o.Credentials = ct.config, ct.etcdCredentials()
+	if u := c.String("user"); u != "" {
+		if o.Username, o.Password, err = etcdUser(c.Context, e, u); err != nil {
+			return o, err
+		}
+	}
 	return o, nil
-}
-
-// tlsConfig builds the client TLS configuration from --cacert, --cert,
-// --key and --tls-server-name; nil when none is given.
-func tlsConfig(c *cli.Context) (*tls.Config, error) {
-	ca, cert, key, name := c.String("cacert"), c.String("cert"), c.String("key"), c.String("tls-server-name")
-	if ca == "" && cert == "" && key == "" && name == "" {
-		return nil, nil
-	}
-	t := &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
-	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, usagef("--cacert: %v", err)
-		}
-		t.RootCAs = x509.NewCertPool()
-		if !t.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("--cacert: no PEM certificate in %s", ca)
-		}
-	}
-	if (cert == "") != (key == "") {
-		return nil, usagef("--cert and --key go together")
-	}
-	if cert != "" {
-		kp, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, usagef("--cert/--key: %v", err)
-		}
-		t.Certificates = []tls.Certificate{kp}
-	}
-	return t, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -20,8 +22,11 @@ type nodesOptions struct {
 	*watchOptions
 	endpoints []string
 	creds     credentials.TransportCredentials
-	nodeID    string        // "" for every node
-	health    time.Duration // poll GetNodes this often; 0: no health
+	// metroctlDefault: the credentials are metroctl's, found in this
+	// directory without a flag naming it.
+	metroctlDefault string
+	nodeID          string        // "" for every node
+	health          time.Duration // poll GetNodes this often; 0: no health
 }
 
 const nodesDescription = `Follows the Watch RPC of a Monogon Metropolis Curator (or of nodewatch serve)
@@ -63,7 +68,7 @@ func nodesCommand(e *env) *cli.Command {
 			if c.NArg() != 0 {
 				return usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
 			}
-			o, err := parseNodesOptions(c, "")
+			o, err := parseNodesOptions(c, e, "")
 			if err != nil {
 				return err
 			}
@@ -86,7 +91,7 @@ func nodeCommand(e *env) *cli.Command {
 			if c.Args().First() == "" {
 				return usagef("node: the node ID must not be empty")
 			}
-			o, err := parseNodesOptions(c, c.Args().First())
+			o, err := parseNodesOptions(c, e, c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -95,7 +100,7 @@ func nodeCommand(e *env) *cli.Command {
 	}
 }
 
-func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
+func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, error) {
 	w, err := parseWatchOptions(c, "", "")
 	if err != nil {
 		return nil, err
@@ -104,9 +109,11 @@ func parseNodesOptions(c *cli.Context, nodeID string) (*nodesOptions, error) {
 	if len(o.endpoints) == 0 {
 		return nil, usagef("--curator: no endpoint given")
 	}
-	if o.creds, err = curatorCredentials(c); err != nil {
+	ct, err := parseClientTLS(c, e, true)
+	if err != nil {
 		return nil, err
 	}
+	o.creds, o.metroctlDefault = ct.curatorCredentials(), ct.metroctlDefault
 	if c.Bool("health") {
 		if o.health = c.Duration("health-interval"); o.health <= 0 {
 			return nil, usagef("--health-interval: must be positive, got %v", o.health)
@@ -128,7 +135,11 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 
 		HealthInterval: o.health,
 	}
-	return follow(ctx, e, o.watchOptions, src)
+	err := follow(ctx, e, o.watchOptions, src)
+	if o.metroctlDefault != "" && errors.Is(err, client.ErrUnavailable) {
+		err = fmt.Errorf("%w (with metroctl's credentials in %s, used because they exist; --metroctl-config '' to connect without them)", err, o.metroctlDefault)
+	}
+	return err
 }
 
 // defaultCurator is where `nodes` looks for a Curator, and where `serve`
@@ -141,7 +152,7 @@ func defaultCurator() string {
 func curatorFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "curator", Value: defaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
-	}, tlsFlags()...)
+	}, append(tlsFlags(), curatorTLSFlags()...)...)
 }
 
 // healthFlags add health to the Curator's nodes.
@@ -150,26 +161,6 @@ func healthFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "health", Usage: "add each node's health and time_since_heartbeat from Management.GetNodes, polled every --health-interval"},
 		&cli.DurationFlag{Name: "health-interval", Value: 5 * time.Second, Usage: "with --health: poll GetNodes every `D`"},
 	}
-}
-
-// tlsFlags are the client TLS flags shared by etcd and the Curator.
-func tlsFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "cacert", EnvVars: []string{"NODEWATCH_CACERT"}, Usage: "verify servers with the CA certificates in `FILE`", TakesFile: true},
-		&cli.StringFlag{Name: "cert", EnvVars: []string{"NODEWATCH_CERT"}, Usage: "client certificate `FILE`", TakesFile: true},
-		&cli.StringFlag{Name: "key", EnvVars: []string{"NODEWATCH_KEY"}, Usage: "client key `FILE`", TakesFile: true},
-		&cli.StringFlag{Name: "tls-server-name", EnvVars: []string{"NODEWATCH_TLS_SERVER_NAME"}, Usage: "expect `NAME` in the server certificate"},
-	}
-}
-
-// curatorCredentials returns TLS credentials for the Curator, or nil for
-// plaintext; see curator.ClientTLS for how servers are verified.
-func curatorCredentials(c *cli.Context) (credentials.TransportCredentials, error) {
-	t, err := tlsConfig(c)
-	if t == nil || err != nil {
-		return nil, err
-	}
-	return credentials.NewTLS(curator.ClientTLS(t)), nil
 }
 
 // nodeSummary is what -o text shows of a node: state, health (with

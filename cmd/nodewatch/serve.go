@@ -71,7 +71,7 @@ Examples:
 			&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR` (default: a temporary directory)"},
 		),
 		Action: func(c *cli.Context) error {
-			o, err := parseServeOptions(c)
+			o, err := parseServeOptions(c, e)
 			if err != nil {
 				return err
 			}
@@ -80,7 +80,7 @@ Examples:
 	}
 }
 
-func parseServeOptions(c *cli.Context) (*serveOptions, error) {
+func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	if c.NArg() > 0 {
 		return nil, usagef("serve: takes no arguments, got %q", c.Args().First())
 	}
@@ -115,7 +115,7 @@ func parseServeOptions(c *cli.Context) (*serveOptions, error) {
 	if o.creds == nil && !o.insecure && !isLoopback(host) {
 		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.listen)
 	}
-	if o.etcd, err = parseEtcdOptions(c); err != nil {
+	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
 		return nil, err
 	}
 	return o, nil

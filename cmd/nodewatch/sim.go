@@ -64,7 +64,7 @@ Examples:
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		),
 		Action: func(c *cli.Context) error {
-			o, err := parseSimOptions(c)
+			o, err := parseSimOptions(c, e)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ Examples:
 
 // parseSimOptions reads and checks the flags of `nodewatch sim`; every
 // error is a usage error.
-func parseSimOptions(c *cli.Context) (*simOptions, error) {
+func parseSimOptions(c *cli.Context, e *env) (*simOptions, error) {
 	if c.NArg() > 0 {
 		return nil, usagef("sim: takes no arguments, got %q", c.Args().First())
 	}
@@ -110,7 +110,7 @@ func parseSimOptions(c *cli.Context) (*simOptions, error) {
 		return nil, usagef("--format: %v", err)
 	}
 	o.sim.Format = f
-	if o.etcd, err = parseEtcdOptions(c); err != nil {
+	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -3,8 +3,9 @@
 // versionpb, generated from proto/), the facts of the wire (DefaultPort,
 // MaxEventSize), node records as `serve` reads them from etcd
 // (DefaultPrefix, DecodeRecord, EncodeRecord), the printed form of a node
-// (Object), and the certificate check a Metropolis client needs
-// (ClientTLS).
+// (Object), the certificate check a Metropolis client needs (ClientTLS),
+// and the owner credentials metroctl keeps (LoadMetroctlOwner,
+// LoadMetroctlCA).
 //
 // The client, the source behind `nodewatch nodes` and `nodewatch node ID`,
 // is package client; the server, `nodewatch serve`, is package server.

@@ -12,13 +12,15 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
 // Server is a running embedded etcd.
 type Server struct {
 	etcd *embed.Etcd
-	// Endpoint is the client URL, e.g. http://127.0.0.1:40123.
+	// Endpoint is the client URL, e.g. http://127.0.0.1:40123 (https://
+	// with TLS).
 	Endpoint string
 }
 
@@ -32,6 +34,8 @@ type Config struct {
 	// LogLevel is etcd's own log level; "" means "warn". Its log goes to
 	// etcd.log in Dir, never to nodewatch's stdout or stderr.
 	LogLevel string
+	// TLS, when set, serves clients TLS only (an https:// Endpoint).
+	TLS *TLS
 
 	// For a member of a multi-member cluster (tests of failover); all
 	// empty for a single member.
@@ -44,6 +48,15 @@ type Config struct {
 	// means this member alone. The members of a new cluster must be
 	// started concurrently: Start waits for a quorum.
 	InitialCluster string
+}
+
+// TLS is how the server's client URL serves TLS.
+type TLS struct {
+	// CertFile and KeyFile are the server's certificate and key (PEM).
+	CertFile, KeyFile string
+	// ClientCAFile, when set, makes client certificates required: they
+	// must be signed by a CA in this file (mTLS).
+	ClientCAFile string
 }
 
 // Start starts etcd and waits until it serves clients, up to a minute.
@@ -89,6 +102,15 @@ func start(cfg Config) (*Server, error) {
 	}
 	ec.LogOutputs = []string{filepath.Join(cfg.Dir, "etcd.log")}
 	cu := url.URL{Scheme: "http", Host: clientAddr}
+	if cfg.TLS != nil {
+		cu.Scheme = "https"
+		ec.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       cfg.TLS.CertFile,
+			KeyFile:        cfg.TLS.KeyFile,
+			TrustedCAFile:  cfg.TLS.ClientCAFile,
+			ClientCertAuth: cfg.TLS.ClientCAFile != "",
+		}
+	}
 	pu := url.URL{Scheme: "http", Host: peerAddr}
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}

@@ -38,6 +38,18 @@ func Start(t testing.TB) string {
 	return s.Endpoint
 }
 
+// StartTLS starts an embedded etcd that serves clients TLS only, as tls
+// says, for as long as the test; it returns its https:// client URL.
+func StartTLS(t testing.TB, tls embedetcd.TLS) string {
+	t.Helper()
+	s, err := embedetcd.Start(embedetcd.Config{Dir: t.TempDir(), TLS: &tls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s.Endpoint
+}
+
 // Client returns a client for endpoint (several: comma-separated), closed
 // when the test ends.
 func Client(t testing.TB, endpoint string) *clientv3.Client {

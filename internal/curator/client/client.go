@@ -180,11 +180,12 @@ func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
 		}
 		connected := r.established.Load() > 0
 		if !connected {
-			if errors.Is(err, errDialWindow) {
+			switch {
+			case !errors.Is(err, errDialWindow):
+				lastErr = fmt.Errorf("%s: %w", target, plain(err))
+			case lastErr == nil:
 				lastErr = fmt.Errorf("%s: no answer yet", target)
-			} else {
-				lastErr = fmt.Errorf("%s: %w", target, err)
-			}
+			} // else an endpoint that ran out of time keeps the last error that says why
 			if errors.Is(err, errDialWindow) || !time.Now().Before(r.deadline) {
 				return r.unavailable(lastErr)
 			}
@@ -193,7 +194,7 @@ func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
 			bo.Reset() // this was a working stream: a fresh failure
 		}
 		d := bo.Next()
-		c.logf("curator %s: %v; reconnecting to %s in %v", target, err, c.Endpoints[(i+1)%len(c.Endpoints)], d)
+		c.logf("curator %s: %v; reconnecting to %s in %v", target, plain(err), c.Endpoints[(i+1)%len(c.Endpoints)], d)
 		if !connected {
 			d = min(d, time.Until(r.deadline))
 		}
@@ -501,6 +502,37 @@ func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool)
 		r.establish(est)
 	}
 }
+
+// plain returns err with gRPC's wrapping of a failed connection taken
+// off its message: "rpc error: code = Unavailable desc = connection
+// error: desc = \"transport: authentication handshake failed: x509: …\""
+// becomes "x509: …", which says why (the credentials' errors name the
+// files and flags). The result keeps err's status for status.Code.
+func plain(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable {
+		return err
+	}
+	msg := st.Message()
+	if rest, ok := strings.CutPrefix(msg, "connection error: desc = "); ok {
+		if u, uerr := strconv.Unquote(rest); uerr == nil {
+			msg = u
+		}
+	}
+	for _, p := range []string{"transport: authentication handshake failed: ", "error reading server preface: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return &plainError{msg: msg, err: err}
+}
+
+// plainError is an error with a plainer message.
+type plainError struct {
+	msg string
+	err error
+}
+
+func (e *plainError) Error() string { return e.msg }
+func (e *plainError) Unwrap() error { return e.err }
 
 func recvError(err error) error {
 	if err == io.EOF {
