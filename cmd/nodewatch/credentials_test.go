@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,7 @@ func TestNodesMetroctl(t *testing.T) {
 		want []string // in stderr
 	}{
 		{name: "--metroctl-config", args: []string{"--metroctl-config", dir}},
+		{name: "--metroctl-config --health (GetNodes over the same mTLS)", args: []string{"--metroctl-config", dir, "--health"}},
 		{name: "XDG_CONFIG_HOME", vars: map[string]string{"XDG_CONFIG_HOME": filepath.Dir(dir)}},
 		{name: "HOME", vars: map[string]string{"HOME": home}},
 		{name: "--metroctl-config '' turns the default off", vars: map[string]string{"HOME": home}, args: []string{"--metroctl-config", ""},
@@ -259,6 +261,9 @@ func TestNodesMetroctl(t *testing.T) {
 			}
 			if code == 0 && !strings.Contains(out, idA) {
 				t.Fatalf("node %s not in stdout %q", idA, out)
+			}
+			if code == 0 && slices.Contains(tc.args, "--health") && !strings.Contains(out, `"health":"HEALTH_UNKNOWN"`) {
+				t.Fatalf("no health in stdout %q", out)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(errOut, w) {
