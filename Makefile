@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/doc
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/doc
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/gobjson
+	$(GO) test -run '^$$' -fuzz '^FuzzEncodeKey$$' -fuzztime $(FUZZTIME) ./internal/stream
+	$(GO) test -run '^$$' -fuzz '^FuzzFollower$$' -fuzztime $(FUZZTIME) ./internal/nodeset
 
 ## soak: sim at full speed, serve, nodes behind a slow reader, for SOAKTIME (default 2m):
 ## heap over time, then the replayed stream must equal etcd.

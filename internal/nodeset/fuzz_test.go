@@ -1,0 +1,109 @@
+package nodeset
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+)
+
+// FuzzFollower: the follower against a naive recomputation. The fuzzer's
+// bytes become batches (full listings and changes, several changes to one
+// id in a batch among them) over a few ids; after each batch, the naive
+// model recomputes the whole view (the source's objects that pass the
+// filter), diffs it against the view before, and the follower must emit
+// exactly those events, in id order, then BatchDone with their counts;
+// a change batch that changes nothing emits nothing at all.
+func FuzzFollower(f *testing.F) {
+	for _, s := range []string{"", "\x00\x01\x02", "\x08\x11\x1a\x00\x23", "\x00\x05\x05\x0d\x0d\x15"} {
+		f.Add([]byte(s))
+	}
+	keep := func(_ string, obj any) (bool, error) { return obj.(int)%3 != 0, nil }
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		fol := NewFollower(keep, nil)
+		source := map[string]int{}  // the model: the source's objects
+		printed := map[string]int{} // the model: the view printed so far
+		b := Batch{Cause: CauseInitial, Synced: true}
+		first := true
+		run := func() {
+			var got []string
+			if err := fol.Apply(b, func(ev Event) error {
+				if ev.Type == BatchDone {
+					got = append(got, fmt.Sprintf("done %d/%d/%d", ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted))
+				} else {
+					got = append(got, fmt.Sprintf("%v %s %v %v", ev.Type, ev.ID, ev.Object, ev.Prev))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// The naive recomputation.
+			if b.Full() {
+				clear(source)
+			}
+			for _, c := range b.Changes {
+				if c.Deleted {
+					delete(source, c.ID)
+				} else {
+					source[c.ID] = c.Object.(int)
+				}
+			}
+			view := map[string]int{}
+			for id, v := range source {
+				if v%3 != 0 {
+					view[id] = v
+				}
+			}
+			var want []string
+			var counts Counts
+			for _, id := range slices.Sorted(maps.Keys(mergeKeys(view, printed))) {
+				v, now := view[id]
+				p, before := printed[id]
+				switch {
+				case now && !before:
+					counts.New++
+					want = append(want, fmt.Sprintf("new %s %v <nil>", id, v))
+				case now && v != p:
+					counts.Updated++
+					want = append(want, fmt.Sprintf("updated %s %v %v", id, v, p))
+				case !now && before:
+					counts.Deleted++
+					want = append(want, fmt.Sprintf("deleted %s <nil> %v", id, p))
+				}
+			}
+			if len(want) > 0 || b.Full() {
+				want = append(want, fmt.Sprintf("done %d/%d/%d", counts.New, counts.Updated, counts.Deleted))
+			}
+			printed = view
+			if !slices.Equal(got, want) {
+				t.Fatalf("batch %+v:\n got %q\nwant %q", b, got, want)
+			}
+		}
+		for _, op := range ops {
+			id := fmt.Sprintf("id-%d", op%5)
+			switch {
+			case op&0xc0 == 0xc0: // end the batch here; the next is full
+				run()
+				b = Batch{Cause: CauseResync, Synced: true}
+			case op&0xc0 == 0x80: // end the batch here; the next is a change
+				if first || len(b.Changes) > 0 || b.Full() {
+					run()
+				}
+				b = Batch{Cause: CauseChange, Synced: true}
+			case op&0x20 != 0 && !b.Full():
+				b.Changes = append(b.Changes, Change{ID: id, Deleted: true})
+			default:
+				b.Changes = append(b.Changes, Change{ID: id, Object: int(op>>3) % 4})
+			}
+			first = false
+		}
+		run()
+	})
+}
+
+// mergeKeys returns a map holding the keys of both.
+func mergeKeys(a, b map[string]int) map[string]int {
+	m := maps.Clone(a)
+	maps.Copy(m, b)
+	return m
+}
