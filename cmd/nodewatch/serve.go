@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -29,6 +30,7 @@ type serveOptions struct {
 	insecure    bool
 	creds       credentials.TransportCredentials
 	dialTimeout time.Duration
+	limits      server.Limits
 
 	dev      bool
 	devNodes int
@@ -53,6 +55,12 @@ nodes on it, so everything runs on one machine with nothing installed.
 Plaintext is refused on a non-loopback --listen address unless --insecure or
 --listen-cert/--listen-key are given.
 
+A client may open --max-streams-per-conn streams on one connection (gRPC
+clients queue the next one until one ends) and all clients together
+--max-streams (past it a call fails at once with RESOURCE_EXHAUSTED).
+Requests larger than 16 KiB are refused; a client that pings more often than
+once a second is disconnected (GOAWAY too_many_pings), as by the Curator.
+
 Examples:
    nodewatch serve --dev
    nodewatch serve --etcd https://etcd-0:2379,https://etcd-1:2379 --cacert ca.pem --listen 0.0.0.0:7835 --listen-cert srv.pem --listen-key srv.key`,
@@ -65,6 +73,8 @@ Examples:
 			&cli.StringFlag{Name: "listen-key", Usage: "serve TLS with the key in `FILE`", TakesFile: true},
 			&cli.StringFlag{Name: "listen-cacert", Usage: "require client certificates signed by the CA in `FILE` (mTLS)", TakesFile: true},
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when etcd cannot be reached within `D`"},
+			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "serve at most `N` streams at once over all connections"},
+			&cli.IntFlag{Name: "max-streams-per-conn", Value: server.DefaultMaxStreamsPerConn, Usage: "let one connection open at most `N` streams at once"},
 			&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
 			&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
 			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
@@ -95,6 +105,7 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		devRate:     c.Float64("dev-rate"),
 		dataDir:     c.String("data-dir"),
 	}
+	maxStreams, perConn := c.Int("max-streams"), c.Int("max-streams-per-conn")
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {
 		return nil, usagef("--listen: %v", err)
@@ -108,7 +119,12 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		return nil, usagef("--dev-rate: must be >= 0, got %v", o.devRate)
 	case o.dialTimeout <= 0:
 		return nil, usagef("--dial-timeout: must be positive")
+	case maxStreams < 1:
+		return nil, usagef("--max-streams: must be at least 1, got %d", maxStreams)
+	case perConn < 1 || perConn > math.MaxUint32:
+		return nil, usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
 	}
+	o.limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
 	if o.creds, err = serverCredentials(c); err != nil {
 		return nil, err
 	}
@@ -186,7 +202,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	srv := server.NewServer(server.ServerConfig{
 		Etcd: client, Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
 	})
-	var opts []grpc.ServerOption
+	opts := o.limits.ServerOptions()
 	if o.creds != nil {
 		opts = append(opts, grpc.Creds(o.creds))
 	}
