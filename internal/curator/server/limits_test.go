@@ -159,6 +159,17 @@ func TestLimitsMaxStreamsPerConn(t *testing.T) {
 	}
 }
 
+// TestLimitsRecvMsgSize: a request larger than MaxRecvMsgSize fails with
+// ResourceExhausted.
+func TestLimitsRecvMsgSize(t *testing.T) {
+	t.Parallel()
+	addr := serveLimited(t, curatortest.NewStore(t), Limits{})
+	w := curatortest.Watch(t, curatortest.Dial(t, addr), curatortest.NodeReq(strings.Repeat("x", MaxRecvMsgSize)))
+	if err := w.End(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "larger than max") {
+		t.Fatalf("request of %d bytes: %v, want ResourceExhausted", MaxRecvMsgSize, err)
+	}
+}
+
 // TestLimitsKeepalive: a client may ping every second or so, even without
 // a stream; one that pings faster is sent GOAWAY "too_many_pings" and
 // disconnected. gRPC's own client will not ping more often than every 10s,
@@ -170,13 +181,14 @@ func TestLimitsKeepalive(t *testing.T) {
 	t.Run("every 1.25s", func(t *testing.T) {
 		t.Parallel()
 		h := dialH2(t, addr)
-		// The pace of the pings is what is under test, not a wait.
-		pace := time.NewTicker(1250 * time.Millisecond)
-		defer pace.Stop()
+		// The pace of the pings is what is under test, not a wait: each
+		// ping goes at least 1.25s after the one before.
+		var sent time.Time
 		for i := range 4 {
 			if i > 0 {
-				<-pace.C
+				<-time.After(time.Until(sent.Add(1250 * time.Millisecond)))
 			}
+			sent = time.Now()
 			h.ping(byte(i))
 			f := h.next(func(f frame) bool { return f.typ == http2.FramePing || f.typ == http2.FrameGoAway })
 			if f.typ != http2.FramePing || f.ping != byte(i) {
