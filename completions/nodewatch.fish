@@ -107,6 +107,8 @@ complete -c nodewatch -n '__fish_seen_subcommand_from serve' -l listen-cert -r -
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -l listen-key -r -d 'serve TLS with the key in FILE'
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -l listen-cacert -r -d 'require client certificates signed by the CA in FILE (mTLS)'
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l dial-timeout -r -d 'exit 3 when etcd cannot be reached within D'
+complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l max-streams -r -d 'serve at most N streams at once over all connections'
+complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l max-streams-per-conn -r -d 'let one connection open at most N streams at once'
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l dev -d 'run an embedded etcd with a simulated fleet'
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l dev-nodes -r -d 'with --dev: simulate N nodes'
 complete -c nodewatch -n '__fish_seen_subcommand_from serve' -f -l dev-rate -r -d 'with --dev: R simulated changes per second'

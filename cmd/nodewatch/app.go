@@ -17,6 +17,14 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	// reloads, if set, subscribes the run to reload requests (SIGHUP:
+	// main sets it, as only main touches signals). It returns a channel
+	// that receives one value per request, and stop, which ends the
+	// subscription; the caller must call stop. Commands that do not reload
+	// never call it, so SIGHUP keeps its default effect on them: the
+	// process ends, as with a terminal hanging up.
+	reloads func() (requests <-chan os.Signal, stop func())
 }
 
 // logf writes one "nodewatch: ..." line to stderr.

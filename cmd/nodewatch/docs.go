@@ -22,7 +22,7 @@ const (
 `
 	serveExitCodes = `EXIT CODES:
    1     runtime failure: cannot listen, refused by etcd
-   2     usage: bad flag; unreadable TLS file; plaintext on a non-loopback address without --insecure
+   2     usage: bad flag; unreadable or mismatched TLS file; plaintext on a non-loopback address without --insecure
    3     etcd not reached within --dial-timeout
    130   stopped by SIGINT or SIGTERM (the normal end)
 `

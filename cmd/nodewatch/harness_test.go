@@ -38,12 +38,22 @@ type proc struct {
 // start runs nodewatch with args in the background.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with set (if not nil) applied to the run's env.
+func startEnv(t *testing.T, set func(*env), args ...string) *proc {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &syncBuffer{}, done: make(chan struct{})}
 	out := &lineWriter{lines: p.lines}
 	go func() {
 		defer close(p.done)
-		p.code = runEnv(ctx, testEnv(strings.NewReader(""), out, p.stderr, nil), args)
+		e := testEnv(strings.NewReader(""), out, p.stderr, nil)
+		if set != nil {
+			set(e)
+		}
+		p.code = runEnv(ctx, e, args)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -19,10 +19,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	endProfiles := startProfiles()
 	watchOnOneProc = os.Getenv("GOMAXPROCS") == ""
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, reloads: hangups}
+	code := runEnv(ctx, e, os.Args[1:])
 	stop()
 	endProfiles()
 	os.Exit(code)
+}
+
+// hangups delivers SIGHUP, which asks serve to read its certificate
+// again (env.reloads).
+func hangups() (<-chan os.Signal, func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return c, func() { signal.Stop(c) }
 }
 
 // watchOnOneProc: the watching commands (key, nodes, node) run on one P

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,8 +27,9 @@ type serveOptions struct {
 	prefix      string
 	nodeID      string
 	insecure    bool
-	creds       credentials.TransportCredentials
+	tls         *serverTLS // nil: plaintext
 	dialTimeout time.Duration
+	limits      server.Limits
 
 	dev      bool
 	devNodes int
@@ -51,7 +52,16 @@ temporary directory unless --data-dir) and a simulated fleet of --dev-nodes
 nodes on it, so everything runs on one machine with nothing installed.
 
 Plaintext is refused on a non-loopback --listen address unless --insecure or
---listen-cert/--listen-key are given.
+--listen-cert/--listen-key are given. On SIGHUP, serve reads --listen-cert,
+--listen-key and --listen-cacert again: new connections get the new
+certificate, open streams go on. If the files are unusable, serve logs why
+and keeps the certificate it has.
+
+A client may open --max-streams-per-conn streams on one connection (gRPC
+clients queue the next one until one ends) and all clients together
+--max-streams (past it a call fails at once with RESOURCE_EXHAUSTED).
+Requests larger than 16 KiB are refused; a client that pings more often than
+once a second is disconnected (GOAWAY too_many_pings), as by the Curator.
 
 Examples:
    nodewatch serve --dev
@@ -65,6 +75,8 @@ Examples:
 			&cli.StringFlag{Name: "listen-key", Usage: "serve TLS with the key in `FILE`", TakesFile: true},
 			&cli.StringFlag{Name: "listen-cacert", Usage: "require client certificates signed by the CA in `FILE` (mTLS)", TakesFile: true},
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when etcd cannot be reached within `D`"},
+			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "serve at most `N` streams at once over all connections"},
+			&cli.IntFlag{Name: "max-streams-per-conn", Value: server.DefaultMaxStreamsPerConn, Usage: "let one connection open at most `N` streams at once"},
 			&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
 			&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
 			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
@@ -95,6 +107,7 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		devRate:     c.Float64("dev-rate"),
 		dataDir:     c.String("data-dir"),
 	}
+	maxStreams, perConn := c.Int("max-streams"), c.Int("max-streams-per-conn")
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {
 		return nil, usagef("--listen: %v", err)
@@ -108,11 +121,16 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		return nil, usagef("--dev-rate: must be >= 0, got %v", o.devRate)
 	case o.dialTimeout <= 0:
 		return nil, usagef("--dial-timeout: must be positive")
+	case maxStreams < 1:
+		return nil, usagef("--max-streams: must be at least 1, got %d", maxStreams)
+	case perConn < 1 || perConn > math.MaxUint32:
+		return nil, usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
 	}
-	if o.creds, err = serverCredentials(c); err != nil {
+	o.limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
+	if o.tls, err = serverTLSFlags(c); err != nil {
 		return nil, err
 	}
-	if o.creds == nil && !o.insecure && !isLoopback(host) {
+	if o.tls == nil && !o.insecure && !isLoopback(host) {
 		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.listen)
 	}
 	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
@@ -130,9 +148,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serverCredentials builds the server's TLS from --listen-cert,
-// --listen-key and --listen-cacert; nil for plaintext.
-func serverCredentials(c *cli.Context) (credentials.TransportCredentials, error) {
+// serverTLSFlags reads the files of --listen-cert, --listen-key and
+// --listen-cacert; nil for plaintext.
+func serverTLSFlags(c *cli.Context) (*serverTLS, error) {
 	cert, key, ca := c.String("listen-cert"), c.String("listen-key"), c.String("listen-cacert")
 	if cert == "" && key == "" && ca == "" {
 		return nil, nil
@@ -140,26 +158,27 @@ func serverCredentials(c *cli.Context) (credentials.TransportCredentials, error)
 	if cert == "" || key == "" {
 		return nil, usagef("--listen-cert and --listen-key go together")
 	}
-	kp, err := tls.LoadX509KeyPair(cert, key)
+	t, err := loadServerTLS(cert, key, ca)
 	if err != nil {
-		return nil, usagef("--listen-cert/--listen-key: %v", err)
+		return nil, &usageError{err}
 	}
-	t := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
-	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, usagef("--listen-cacert: %v", err)
-		}
-		t.ClientCAs = x509.NewCertPool()
-		if !t.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, usagef("--listen-cacert: no PEM certificate in %s", ca)
-		}
-		t.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return credentials.NewTLS(t), nil
+	return t, nil
 }
 
 func runServe(ctx context.Context, e *env, o *serveOptions) error {
+	// Subscribed before serve says it serves: from then on SIGHUP
+	// reloads, it does not end the process.
+	var reloads <-chan os.Signal
+	if e.reloads != nil {
+		c, stop := e.reloads()
+		defer stop()
+		reloads = c
+	}
+	if o.tls != nil {
+		if p := validityProblem(o.tls.leaf(), time.Now()); p != "" {
+			e.logf("warning: --listen-cert %s: %s; clients will refuse it", o.tls.certFile, p)
+		}
+	}
 	if o.dev {
 		fleet, err := devfleet.Start(ctx, devfleet.Config{
 			Dir: o.dataDir, Nodes: o.devNodes, Rate: o.devRate, Seed: time.Now().UnixNano(), Prefix: o.prefix, Logf: e.logf,
@@ -186,10 +205,24 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	srv := server.NewServer(server.ServerConfig{
 		Etcd: client, Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
 	})
-	var opts []grpc.ServerOption
-	if o.creds != nil {
-		opts = append(opts, grpc.Creds(o.creds))
+	opts := o.limits.ServerOptions()
+	if o.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(o.tls.config())))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reloads:
+				reloadTLS(e, o.tls)
+			}
+		}
+	})
 	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.Endpoints)
 	if o.dev {
 		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.Endpoints[0], o.devNodes, o.devRate)
@@ -201,4 +234,26 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// reloadTLS reads serve's TLS files again on request, and logs what came
+// of it.
+func reloadTLS(e *env, t *serverTLS) {
+	if t == nil {
+		e.logf("reload requested: serving plaintext, nothing to reload")
+		return
+	}
+	leaf, err := t.reload()
+	if err != nil {
+		e.logf("reload failed, keeping the certificate %s: %v", describeCert(t.leaf()), err)
+		return
+	}
+	files := t.certFile + " (key " + t.keyFile
+	if t.caFile != "" {
+		files += ", client CAs " + t.caFile
+	}
+	e.logf("reloaded certificate %s): %s", files, describeCert(leaf))
+	if p := validityProblem(leaf, time.Now()); p != "" {
+		e.logf("warning: --listen-cert %s: %s; clients will refuse it", t.certFile, p)
+	}
 }

@@ -1,0 +1,598 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+)
+
+// TestServeFlagErrors: bad limits and unusable TLS files are usage errors
+// (exit 2) that name the flag, the file and what is wrong, before serve
+// connects to anything.
+func TestServeFlagErrors(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t, "ca")
+	cert, key := p.leaf("srv", x509.ExtKeyUsageServerAuth)
+	_, otherKey := p.leaf("other", x509.ExtKeyUsageServerAuth)
+	ca := filepath.Join(p.dir, "ca.pem")
+	missing := filepath.Join(p.dir, "missing.pem")
+	garbage := filepath.Join(p.dir, "garbage.pem")
+	if err := os.WriteFile(garbage, []byte("not PEM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := filepath.Join(p.dir, "unreadable.key")
+	if err := os.WriteFile(unreadable, nil, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no streams", []string{"--max-streams", "0"}, "--max-streams: must be at least 1, got 0"},
+		{"no streams per connection", []string{"--max-streams-per-conn", "0"}, "--max-streams-per-conn: must be between 1 and 4294967295, got 0"},
+		{"too many per connection", []string{"--max-streams-per-conn", "4294967296"}, "--max-streams-per-conn: must be between 1 and 4294967295, got 4294967296"},
+		{"missing certificate", []string{"--listen-cert", missing, "--listen-key", key}, "--listen-cert " + missing + ": no such file or directory"},
+		{"certificate not PEM", []string{"--listen-cert", garbage, "--listen-key", key}, "--listen-cert " + garbage + ": no PEM certificate in it"},
+		{"key and certificate swapped", []string{"--listen-cert", key, "--listen-key", cert}, "--listen-cert " + key + ": no PEM certificate in it"},
+		{"missing key", []string{"--listen-cert", cert, "--listen-key", missing}, "--listen-key " + missing + ": no such file or directory"},
+		{"key not PEM", []string{"--listen-cert", cert, "--listen-key", garbage}, "--listen-key " + garbage + ": no PEM private key in it"},
+		{"key of another certificate", []string{"--listen-cert", cert, "--listen-key", otherKey}, "--listen-key " + otherKey + ": does not match the certificate in " + cert},
+		{"missing client CA", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", missing}, "--listen-cacert " + missing + ": no such file or directory"},
+		{"client CA not PEM", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", garbage}, "--listen-cacert " + garbage + ": no PEM certificate in it"},
+		{"client CA is a key", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", key}, "--listen-cacert " + key + ": no PEM certificate in it"},
+		{"client CA alone", []string{"--listen-cacert", ca}, "--listen-cert and --listen-key go together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// etcd is never reached: the flags are checked first.
+			args := append([]string{"serve", "--etcd", "http://127.0.0.1:1"}, tc.args...)
+			stdout, stderr, code := runSync(t, args...)
+			if code != exitUsage || stdout != "" || stderr != "nodewatch: "+tc.want+"\n" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if os.Geteuid() != 0 { // root reads any file
+		_, stderr, code := runSync(t, "serve", "--etcd", "http://127.0.0.1:1", "--listen-cert", cert, "--listen-key", unreadable)
+		if want := "--listen-key " + unreadable + ": permission denied"; code != exitUsage || !strings.Contains(stderr, want) {
+			t.Fatalf("unreadable key: exit %d, stderr %q; want 2 and %q", code, stderr, want)
+		}
+	}
+}
+
+// TestServeStreamLimits: --max-streams and --max-streams-per-conn reach
+// the server. Past --max-streams a Watch fails at once with
+// ResourceExhausted and the open streams go on; once one ends, a new one
+// is accepted. Past --max-streams-per-conn a gRPC client's stream waits.
+func TestServeStreamLimits(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+
+	t.Run("--max-streams", func(t *testing.T) {
+		t.Parallel()
+		_, addr := startServe(t, nil, "--etcd", ep, "--max-streams", "2")
+		conn := dialPlain(t, addr)
+		w1 := openWatch(t, conn)
+		w2 := openWatch(t, dialPlain(t, addr))
+		if w := openWatch(t, conn); status.Code(w.err) != codes.ResourceExhausted || !strings.Contains(w.err.Error(), "limit of 2 open streams") {
+			t.Fatalf("third stream: %v; want ResourceExhausted naming the limit of 2", w.err)
+		}
+		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+		w1.wantNode(t, idB)
+		w2.wantNode(t, idB)
+
+		// The stream counts until its handler returns, shortly after the
+		// client cancelled it.
+		w1.cancel()
+		poll(t, "a stream accepted after one ended", func() bool {
+			w := openWatch(t, conn)
+			if w.err != nil && status.Code(w.err) != codes.ResourceExhausted {
+				t.Fatalf("stream after one ended: %v", w.err)
+			}
+			return w.err == nil
+		})
+	})
+	t.Run("--max-streams-per-conn", func(t *testing.T) {
+		t.Parallel()
+		_, addr := startServe(t, nil, "--etcd", ep, "--max-streams-per-conn", "1")
+		conn := dialPlain(t, addr)
+		w1 := openWatch(t, conn)
+		queued := make(chan *watchStream, 1)
+		go func() { queued <- openWatch(t, conn) }()
+		select {
+		case w := <-queued:
+			t.Fatalf("second stream on the connection did not wait: %v", w.err)
+		case <-time.After(quiet):
+		}
+		w1.cancel()
+		select {
+		case w := <-queued:
+			if w.err != nil {
+				t.Fatalf("queued stream: %v", w.err)
+			}
+		case <-time.After(timeout):
+			t.Fatalf("queued stream not served within %v of the first ending", timeout)
+		}
+	})
+}
+
+// TestServeReloadCertificate: on a reload request (SIGHUP, sent here
+// in-process) serve reads its certificate, key and client CAs again. New
+// connections see the new certificate; a stream opened before goes on
+// receiving changes on its connection; unusable files are logged and the
+// certificate kept.
+func TestServeReloadCertificate(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+
+	cluster := newPKI(t, "cluster-ca")
+	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
+	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
+	dir := t.TempDir()
+	certFile, keyFile, clientCAFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key"), filepath.Join(dir, "clients.pem")
+	install(t, v1Cert, certFile)
+	install(t, v1Key, keyFile)
+	install(t, caFile, clientCAFile)
+
+	hup := make(chan os.Signal, 1)
+	reloads := func(e *env) {
+		e.reloads = func() (<-chan os.Signal, func()) { return hup, func() {} }
+	}
+	p, addr := startServe(t, reloads, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", clientCAFile)
+	client := operatorTLS(t, caFile, cliCert, cliKey)
+
+	old := openWatch(t, dialTLS(t, addr, client))
+	if got := old.serverCN(); got != "server-v1" {
+		t.Fatalf("server certificate %q, want server-v1", got)
+	}
+
+	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
+	install(t, v2Cert, certFile)
+	install(t, v2Key, keyFile)
+	hup <- syscall.SIGHUP
+	waitStderr(t, p, "reloaded certificate "+certFile+" (key "+keyFile+", client CAs "+clientCAFile+"): \"CN=server-v2\", serial ")
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	old.wantNode(t, idB)
+	if got := handshakeCN(t, addr, client); got != "server-v2" {
+		t.Fatalf("after reload, a new connection sees %q, want server-v2", got)
+	}
+	if got := openWatch(t, dialTLS(t, addr, client)).serverCN(); got != "server-v2" {
+		t.Fatalf("after reload, a new gRPC connection sees %q, want server-v2", got)
+	}
+
+	t.Run("unusable files keep the certificate", func(t *testing.T) {
+		_, strayKey := cluster.leaf("stray", x509.ExtKeyUsageServerAuth)
+		install(t, strayKey, keyFile)
+		hup <- syscall.SIGHUP
+		waitStderr(t, p, "reload failed, keeping the certificate \"CN=server-v2\", serial ",
+			": --listen-key "+keyFile+": does not match the certificate in "+certFile)
+		if got := handshakeCN(t, addr, client); got != "server-v2" {
+			t.Fatalf("after a failed reload, a new connection sees %q, want server-v2", got)
+		}
+		install(t, v2Key, keyFile)
+	})
+	t.Run("client CAs", func(t *testing.T) {
+		other := newPKI(t, "new-ca")
+		newCert, newKey := other.leaf("new-operator", x509.ExtKeyUsageClientAuth)
+		newClient := operatorTLS(t, caFile, newCert, newKey)
+		if w := openWatch(t, dialTLS(t, addr, newClient)); w.err == nil {
+			t.Fatal("a client of a CA not trusted yet was served")
+		}
+		both, err := os.ReadFile(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newCA, err := os.ReadFile(filepath.Join(other.dir, "new-ca.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		installBytes(t, append(both, newCA...), clientCAFile)
+		hup <- syscall.SIGHUP
+		waitLines(t, p, 2, "reloaded certificate "+certFile)
+		if w := openWatch(t, dialTLS(t, addr, newClient)); w.err != nil {
+			t.Fatalf("a client of the CA added: %v", w.err)
+		}
+		if w := openWatch(t, dialTLS(t, addr, client)); w.err != nil {
+			t.Fatalf("a client of the CA kept: %v", w.err)
+		}
+	})
+}
+
+// TestE2EServeReload: SIGHUP makes the serve process read its certificate
+// again; a stream opened before goes on; a serve without TLS logs that it
+// has nothing to reload and goes on too.
+func TestE2EServeReload(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	cluster := newPKI(t, "cluster-ca")
+	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
+	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
+	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key")
+	install(t, v1Cert, certFile)
+	install(t, v1Key, keyFile)
+	client := operatorTLS(t, caFile, cliCert, cliKey)
+
+	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", caFile)
+	old := openWatch(t, dialTLS(t, addr, client))
+	if got := old.serverCN(); got != "server-v1" {
+		t.Fatalf("server certificate %q, want server-v1", got)
+	}
+	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
+	install(t, v2Cert, certFile)
+	install(t, v2Key, keyFile)
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, stderr, exited, 1, "nodewatch: reloaded certificate "+certFile, "CN=server-v2")
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	old.wantNode(t, idB)
+	if got := handshakeCN(t, addr, client); got != "server-v2" {
+		t.Fatalf("after SIGHUP, a new connection sees %q, want server-v2", got)
+	}
+	stopBinary(t, cmd, exited)
+
+	t.Run("plaintext", func(t *testing.T) {
+		cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep)
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitLog(t, stderr, exited, 1, "nodewatch: reload requested: serving plaintext, nothing to reload")
+		if w := openWatch(t, dialPlain(t, addr)); w.err != nil {
+			t.Fatalf("after SIGHUP: %v", w.err)
+		}
+		stopBinary(t, cmd, exited)
+	})
+	t.Run("other commands end", func(t *testing.T) {
+		cmd := command(t, "key", "--etcd", ep, "--prefix", "/x/")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.Contains(l, "batch_done") {
+			t.Fatalf("initial batch: %q", l)
+		}
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGHUP {
+			t.Fatalf("key after SIGHUP: %v, want killed by SIGHUP", cmd.ProcessState)
+		}
+	})
+}
+
+// startServeBinary runs the nodewatch binary's serve on a free loopback
+// port and waits until it serves. exited is closed when it has exited.
+func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, exited chan struct{}, addr string) {
+	t.Helper()
+	addr, err := embedetcd.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = command(t, append([]string{"serve", "--listen", addr}, args...)...)
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	waitLog(t, stderr, exited, 1, "serving Curator Watch on")
+	return cmd, stderr, exited, addr
+}
+
+// stopBinary ends serve with SIGTERM; it must exit 130.
+func stopBinary(t *testing.T, cmd *exec.Cmd, exited chan struct{}) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+		t.Fatalf("serve did not exit within %v of SIGTERM", timeout)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("serve exited %d after SIGTERM, want %d", code, exitInterrupted)
+	}
+}
+
+// startServe runs serve on a free loopback port, with set (if not nil)
+// applied to its env, waits until it serves and returns the run and its
+// address.
+func startServe(t *testing.T, set func(*env), args ...string) (*proc, string) {
+	t.Helper()
+	addr, err := embedetcd.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startEnv(t, set, append([]string{"serve", "--listen", addr}, args...)...)
+	waitServing(t, p)
+	return p, addr
+}
+
+// waitStderr waits until a run has logged a line holding every one of subs.
+func waitStderr(t *testing.T, p *proc, subs ...string) {
+	t.Helper()
+	waitLines(t, p, 1, subs...)
+}
+
+// waitLines waits until a run has logged n lines holding every one of subs.
+func waitLines(t *testing.T, p *proc, n int, subs ...string) {
+	t.Helper()
+	waitLog(t, p.stderr, p.done, n, subs...)
+}
+
+// waitLog waits until stderr holds n lines holding every one of subs; the
+// test fails if done is closed (nodewatch exited) first.
+func waitLog(t *testing.T, stderr *syncBuffer, done <-chan struct{}, n int, subs ...string) {
+	t.Helper()
+	poll(t, fmt.Sprintf("%d lines with %q", n, subs), func() bool {
+		found := 0
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if containsAll(l, subs) {
+				found++
+			}
+		}
+		if found >= n {
+			return true
+		}
+		select {
+		case <-done:
+			t.Fatalf("nodewatch exited: %s", stderr)
+		default:
+		}
+		return false
+	})
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// poll calls cond every few milliseconds until it holds; the test fails if
+// it does not within timeout.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+	}
+}
+
+// install copies file src to dst the way rotation tools do: the new file
+// is renamed over the old one.
+func install(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installBytes(t, b, dst)
+}
+
+func installBytes(t *testing.T, b []byte, dst string) {
+	t.Helper()
+	tmp := dst + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// operatorTLS is a client's TLS for the cluster CA in caFile, presenting
+// cert and key, verifying the server's chain only (as nodes does).
+func operatorTLS(t *testing.T, caFile, cert, key string) *tls.Config {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	kp, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return curator.ClientTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{kp}})
+}
+
+// handshakeCN connects to addr anew and returns the common name of the
+// server's certificate.
+func handshakeCN(t *testing.T, addr string, cfg *tls.Config) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+}
+
+func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	return dial(t, addr, insecure.NewCredentials())
+}
+
+func dialTLS(t *testing.T, addr string, cfg *tls.Config) *grpc.ClientConn {
+	t.Helper()
+	return dial(t, addr, credentials.NewTLS(cfg))
+}
+
+func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// watchStream is a nodes_in_cluster Watch stream whose backlog has been read.
+type watchStream struct {
+	stream apipb.Curator_WatchClient
+	cancel context.CancelFunc
+	err    error // what the stream failed with before the end of its backlog
+}
+
+// openWatch opens a Watch stream on conn and reads its backlog.
+func openWatch(t *testing.T, conn *grpc.ClientConn) *watchStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &watchStream{cancel: cancel}
+	req := &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodesInCluster_{NodesInCluster: &apipb.WatchRequest_NodesInCluster{}}}
+	w.stream, w.err = apipb.NewCuratorClient(conn).Watch(ctx, req)
+	for w.err == nil {
+		var ev *apipb.WatchEvent
+		if ev, w.err = w.recv(t); ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+			break
+		}
+	}
+	if w.err != nil {
+		cancel()
+	}
+	return w
+}
+
+// recv receives the next event within timeout.
+func (w *watchStream) recv(t *testing.T) (*apipb.WatchEvent, error) {
+	t.Helper()
+	type result struct {
+		ev  *apipb.WatchEvent
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		ev, err := w.stream.Recv()
+		c <- result{ev, err}
+	}()
+	select {
+	case r := <-c:
+		return r.ev, r.err
+	case <-time.After(timeout):
+		w.cancel()
+		t.Fatalf("no event within %v", timeout)
+	}
+	return nil, nil
+}
+
+// wantNode receives the next event, which must hold the node id.
+func (w *watchStream) wantNode(t *testing.T, id string) {
+	t.Helper()
+	ev, err := w.recv(t)
+	if err != nil || len(ev.GetNodes()) != 1 || !strings.HasSuffix(ev.GetNodes()[0].GetId(), id) {
+		t.Fatalf("got %v, %v; want node %s", ev, err, id)
+	}
+}
+
+// serverCN is the common name of the certificate the server showed.
+func (w *watchStream) serverCN() string {
+	p, ok := peer.FromContext(w.stream.Context())
+	if !ok {
+		return ""
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.PeerCertificates) == 0 {
+		return ""
+	}
+	return info.State.PeerCertificates[0].Subject.CommonName
+}
+
+// leafFor issues a server certificate valid from notBefore to notAfter and
+// returns its certificate and key files.
+func (p *pki) leafFor(cn string, notBefore, notAfter time.Time) (string, string) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		DNSNames:     []string{cn},
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, pub, p.caKy)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return p.write(cn+".pem", "CERTIFICATE", der), p.write(cn+".key", "PRIVATE KEY", kder)
+}
+
+// TestServeExpiredCertificate: serve starts with an expired certificate
+// (renewal may be on its way: a reload will pick it up) and warns.
+func TestServeExpiredCertificate(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	p := newPKI(t, "ca")
+	notAfter := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	cert, key := p.leafFor("expired", notAfter.Add(-time.Hour), notAfter)
+	proc, _ := startServe(t, nil, "--etcd", ep, "--listen-cert", cert, "--listen-key", key)
+	waitStderr(t, proc, "nodewatch: warning: --listen-cert "+cert+": the certificate expired at "+notAfter.Format(time.RFC3339)+"; clients will refuse it")
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+)
+
+// Defaults for Limits, as `nodewatch serve` uses them.
+const (
+	// DefaultMaxStreams: a Watch stream costs a goroutine, a queue and up
+	// to a flow-control window (64 KiB) of unsent events, so a thousand
+	// cost tens of MiB at worst, which a server beside etcd can afford;
+	// that is also far more than a fleet's operators and tools open.
+	DefaultMaxStreams = 1024
+	// DefaultMaxStreamsPerConn is the lowest limit HTTP/2 recommends
+	// (RFC 9113, section 6.5.2): a tool that watches each of many nodes
+	// on their own stream over one connection keeps working, while one
+	// connection cannot take the whole of DefaultMaxStreams.
+	DefaultMaxStreamsPerConn = 100
+)
+
+// MaxRecvMsgSize is the largest request a Server accepts (gRPC's default
+// is 4 MiB). A WatchRequest names at most one node id, tens of bytes; 16
+// KiB leaves room for requests with a filter expression and keeps what a
+// client can make the server buffer small (gRPC allocates a message's
+// announced size before it reads it). A larger request fails with
+// codes.ResourceExhausted.
+const MaxRecvMsgSize = 16 << 10
+
+// Keepalive, as the Metropolis Curator has it: clients may ping every
+// second, even without a stream open; a connection quiet for
+// KeepaliveTime is pinged, and closed if the ping is not answered within
+// KeepaliveTimeout, so that a client that vanished (power loss, a network
+// partition) gives up its streams within a minute.
+const (
+	KeepaliveMinTime = time.Second
+	KeepaliveTime    = 30 * time.Second
+	KeepaliveTimeout = 20 * time.Second
+)
+
+// Limits bound what clients can take of a gRPC server, so that one client
+// cannot exhaust it. Zero fields mean no limit.
+type Limits struct {
+	// MaxStreams is the number of streaming RPCs (Watch,
+	// GetCurrentLeader, …) open at once over all connections. Past it a
+	// new one fails at once with codes.ResourceExhausted, with a message
+	// naming the limit; it is counted from when its handler starts until
+	// it returns.
+	MaxStreams int
+	// MaxStreamsPerConn is the number of streams one connection may have
+	// open at once: gRPC announces it to clients (HTTP/2
+	// SETTINGS_MAX_CONCURRENT_STREAMS). A gRPC client queues the streams
+	// past it until one of its streams ends (or the call's context does);
+	// a client that opens one anyway has it reset (REFUSED_STREAM, which
+	// gRPC clients see as codes.Unavailable).
+	MaxStreamsPerConn uint32
+}
+
+// ServerOptions returns the grpc.ServerOptions that enforce l, together
+// with MaxRecvMsgSize and the keepalive above: a client that pings more
+// often than every KeepaliveMinTime (three times in a row) is sent a
+// GOAWAY ("too_many_pings") and disconnected. Each call returns a counter
+// of open streams of its own: give the options to one grpc.Server.
+func (l Limits) ServerOptions() []grpc.ServerOption {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
+			MinTime:             KeepaliveMinTime,
+			PermitWithoutStream: true,
+		}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    KeepaliveTime,
+			Timeout: KeepaliveTimeout,
+		}),
+	}
+	if l.MaxStreamsPerConn > 0 {
+		opts = append(opts, grpc.MaxConcurrentStreams(l.MaxStreamsPerConn))
+	}
+	if l.MaxStreams > 0 {
+		c := &streamCounter{max: int64(l.MaxStreams)}
+		opts = append(opts, grpc.ChainStreamInterceptor(c.intercept))
+	}
+	return opts
+}
+
+// streamCounter counts the streams open on one grpc.Server; its
+// interceptor runs concurrently, once per stream.
+type streamCounter struct {
+	max  int64
+	open atomic.Int64
+}
+
+func (c *streamCounter) intercept(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	defer c.open.Add(-1)
+	if c.open.Add(1) > c.max {
+		return status.Errorf(codes.ResourceExhausted,
+			"curator server: at its limit of %d open streams over all connections; try again later", c.max)
+	}
+	return handler(srv, ss)
+}
