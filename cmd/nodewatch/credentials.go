@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -354,7 +355,9 @@ func (x *explained) explain(server string, err error, asked bool) error {
 	)
 	switch {
 	case x.config == nil:
-		if errors.Is(err, io.EOF) {
+		// A TLS server hangs up on a plaintext client; the client sees
+		// the end of the stream, or a reset if it was still writing.
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return fmt.Errorf("%s closed the connection before answering: if it serves TLS, give %s", server, ct.howTLS)
 		}
 	case errors.As(err, &unknown) && unknown.Cert != nil:

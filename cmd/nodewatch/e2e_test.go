@@ -186,14 +186,14 @@ func TestE2EAuthRefused(t *testing.T) {
 	ep := etcdtest.Start(t)
 	c := etcdtest.Client(t, ep)
 	etcdtest.EnableAuth(t, c, "rootpw")
-	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "/x", "--user", "root:s3cret-wrong"))
+	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:s3cret-wrong"))
 	if code != 1 || !strings.Contains(errOut, "authentication failed") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the reason", code, errOut)
 	}
 	if strings.Contains(errOut, "s3cret-wrong") {
 		t.Fatalf("stderr leaks the password: %q", errOut)
 	}
-	cmd := command(t, "key", "--etcd", ep, "/x", "--user", "root", "--once")
+	cmd := command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root", "--once")
 	cmd.Env = append(cmd.Env, "NODEWATCH_PASSWORD=rootpw")
 	if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, "batch_done") {
 		t.Fatalf("with the right password from NODEWATCH_PASSWORD: exit %d, %q, %q", code, out, errOut)
@@ -594,12 +594,12 @@ func TestE2ERBAC(t *testing.T) {
 	}
 	etcdtest.EnableAuth(t, c, "rootpw")
 	for _, args := range [][]string{{"/config/app"}, {"/config/", "--prefix"}} {
-		cmd := command(t, append([]string{"key", "--etcd", ep, "--user", "ro:ropw", "--once"}, args...)...)
+		cmd := command(t, append([]string{"key", "--etcd", ep, "--dial-timeout", "1m", "--user", "ro:ropw", "--once"}, args...)...)
 		if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, `"id":"/config/app"`) {
 			t.Fatalf("key %v as ro: exit %d, %q, %q", args, code, out, errOut)
 		}
 	}
-	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--user", "ro:ropw", "/secret/x"))
+	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "--user", "ro:ropw", "/secret/x"))
 	if code != 1 || !strings.Contains(errOut, "permission denied") || strings.Contains(errOut, "ropw") {
 		t.Fatalf("key outside the role: exit %d, stderr %q; want 1, permission denied, no password", code, errOut)
 	}

@@ -53,14 +53,14 @@ func TestE2EPasswords(t *testing.T) {
 		secret string // must be in no output line
 		want   string // in stdout (code 0) or stderr
 	}{
-		{"right in --user", []string{"key", "--etcd", ep, "/x", "--once", "--user", "root:rootpw-s3cret"}, nil, 0, "rootpw-s3cret", "batch_done"},
-		{"right in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "/x", "--once", "--user", "root"}, []string{"NODEWATCH_PASSWORD=rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
+		{"right in --user", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once", "--user", "root:rootpw-s3cret"}, nil, 0, "rootpw-s3cret", "batch_done"},
+		{"right in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once", "--user", "root"}, []string{"NODEWATCH_PASSWORD=rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
 		{"right in NODEWATCH_USER", []string{"key", "--etcd", ep, "/x", "--once"}, []string{"NODEWATCH_USER=root:rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
-		{"wrong in --user", []string{"key", "--etcd", ep, "/x", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed, invalid user ID or password"},
-		{"wrong in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "/x", "--user", "root"}, []string{"NODEWATCH_PASSWORD=" + wrong}, 1, wrong, "authentication failed"},
-		{"wrong, serve", []string{"serve", "--etcd", ep, "--listen", "127.0.0.1:0", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed"},
+		{"wrong in --user", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed, invalid user ID or password"},
+		{"wrong in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root"}, []string{"NODEWATCH_PASSWORD=" + wrong}, 1, wrong, "authentication failed"},
+		{"wrong, serve", []string{"serve", "--etcd", ep, "--dial-timeout", "1m", "--listen", "127.0.0.1:0", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed"},
 		{"unreachable", []string{"key", "--etcd", dead, "/x", "--dial-timeout", "1s", "--user", "root:" + wrong}, nil, 3, wrong, "no etcd reachable"},
-		{"bad flag beside it", []string{"key", "--etcd", ep, "/x", "--user", "root:" + wrong, "--timeout", "soon"}, nil, 2, wrong, `invalid value "soon"`},
+		{"bad flag beside it", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:" + wrong, "--timeout", "soon"}, nil, 2, wrong, `invalid value "soon"`},
 		{"--help", []string{"key", "--help"}, []string{"NODEWATCH_USER=root:" + wrong, "NODEWATCH_PASSWORD=" + wrong}, 0, wrong, "--user NAME[:PASSWORD]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestE2EPasswordPrompt(t *testing.T) {
 	} {
 		t.Run(tc.typed, func(t *testing.T) {
 			t.Parallel()
-			code, got := promptOnTerminal(t, command(t, "key", "--etcd", ep, "/x", "--once", "--user", "root"), "nodewatch: password for etcd user root: ", tc.typed)
+			code, got := promptOnTerminal(t, command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once", "--user", "root"), "nodewatch: password for etcd user root: ", tc.typed)
 			if code != tc.code || !strings.Contains(got, tc.want) {
 				t.Fatalf("exit %d, want %d and %q; terminal %q", code, tc.code, tc.want, got)
 			}
