@@ -199,6 +199,13 @@ func (c *CuratorClient) Equal(want map[string]json.RawMessage) string {
 	return strings.Join(diffs, "\n")
 }
 
+// Synced reports whether the current stream's backlog is complete.
+func (c *CuratorClient) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.synced
+}
+
 // Changed returns a channel closed at the next event applied.
 func (c *CuratorClient) Changed() <-chan struct{} {
 	c.mu.Lock()

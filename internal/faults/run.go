@@ -26,8 +26,8 @@ const (
 	// LeaderKill: SIGKILL the etcd leader, let the workload write
 	// through the election, restart it on its data dir and ports.
 	LeaderKill Kind = "etcd-leader-kill"
-	// WatchedMemberKill: SIGKILL the member a watcher (a `key` stream or
-	// a `serve` replica, as /proc says) is connected to, then restart it.
+	// WatchedMemberKill: SIGKILL the member a `key --prefix` watcher is
+	// connected to (the only one it was given), then restart it.
 	WatchedMemberKill Kind = "etcd-watched-member-kill"
 	// MemberPause: SIGSTOP a member (sockets open, no answers), SIGCONT.
 	MemberPause Kind = "etcd-member-pause"
@@ -105,7 +105,8 @@ type run struct {
 	proxies []*etcdtest.Proxy
 	servers []*Server
 	streams map[string]*Stream
-	keyAll  *Stream // key --prefix, every member
+	keyAll  *Stream // key --prefix, one member: pinned
+	pinned  int
 	keyCut  *Stream // key --prefix, through the proxies
 	nodes   *Stream
 	curator *CuratorClient
@@ -148,7 +149,7 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.heal()
 	t.Logf("%v: faults done, every process runs; waiting for every stream to equal etcd", time.Since(start).Round(time.Millisecond))
 	r.converge()
-	t.Logf("%v: converged", time.Since(start).Round(time.Millisecond))
+	t.Logf("%v: every stream compared (%d divergences)", time.Since(start).Round(time.Millisecond), len(r.report.Divergences))
 	for _, s := range r.streams {
 		r.report.Events += s.Events()
 		if err := s.Violation(); err != nil {
@@ -238,13 +239,28 @@ func (r *run) setup() {
 	// these replays must equal etcd exactly; the proxied one keeps the
 	// default (.value), under which a re-put of the same value prints
 	// nothing.
-	r.keyAll = r.stream("key --prefix", true, "key", "--prefix", KeyPrefix, "--equals", ".", "--etcd", r.endpoints())
+	// etcd's client keeps a connection to every endpoint it is given and
+	// spreads calls over them; given one member only, the watcher is
+	// connected to that member and no other.
+	r.pinned = r.rng.IntN(3)
+	r.keyAll = r.stream(fmt.Sprintf("key --prefix (m%d only)", r.pinned), true, "key", "--prefix", KeyPrefix, "--equals", ".", "--etcd", r.cluster.Endpoints[r.pinned])
 	r.keyCut = r.stream("key --prefix (proxied)", true, "key", "--prefix", KeyPrefix, "--etcd", strings.Join(proxied, ","))
 	r.stream("key "+HotKey, true, "key", HotKey, "--equals", ".", "--etcd", r.endpoints())
 	r.nodes = r.stream("nodes", false, "nodes", "--curator", strings.Join(addrs, ","))
 	r.stream("node "+r.nodeID, false, "node", r.nodeID, "--curator", addrs[1]+","+addrs[0])
 	r.curator = StartCuratorClient([]string{addrs[r.rng.IntN(2)], addrs[0]}, 80*time.Millisecond)
 	t.Cleanup(r.curator.Close)
+	// Faults start once every stream has its initial state: a stream
+	// stopped before that lists afresh when continued, which is not the
+	// resync a fault is meant to provoke.
+	for _, s := range r.streams {
+		if !r.await(context.Background(), s.Changed, s.Synced) {
+			t.Fatalf("%s: no initial state after %v; stderr:\n%s", s.Name, r.cfg.Converge, s.Stderr())
+		}
+	}
+	if !r.await(context.Background(), r.curator.Changed, r.curator.Synced) {
+		t.Fatalf("curator client: no backlog after %v", r.cfg.Converge)
+	}
 }
 
 // endpoints returns every member's client URL, in a random order.
@@ -288,14 +304,8 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		r.killMember(ctx, k, i)
 
 	case WatchedMemberKill:
-		name, pid := r.watcher()
-		i := r.rng.IntN(3)
-		if on := ConnectedTo(pid, r.memberAddrs()); len(on) > 0 {
-			i = on[0]
-		} else {
-			t.Logf("  %s is connected to no member now; a random one", name)
-		}
-		t.Logf("  kill m%d, which %s is connected to", i, name)
+		i := r.pinned
+		t.Logf("  kill m%d, the member %s is connected to (/proc: %v)", i, r.keyAll.Name, ConnectedTo(r.keyAll.Pid(), r.memberAddrs()))
 		r.killMember(ctx, k, i)
 
 	case MemberPause:
@@ -375,18 +385,6 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		t.Logf("  paused reading %s: %d bytes in its pipe", name, s.Buffered())
 		s.ResumeReading()
 	}
-}
-
-// watcher picks a process that watches etcd: a `key` stream or a `serve`
-// replica.
-func (r *run) watcher() (string, int) {
-	switch n := r.rng.IntN(3); n {
-	case 0, 1:
-		if s := r.servers[n]; s.Running() {
-			return fmt.Sprintf("serve replica %d", n), s.Pid()
-		}
-	}
-	return r.keyAll.Name, r.keyAll.Pid()
 }
 
 // killMember kills member i, waits until the workload wrote through its

@@ -162,6 +162,13 @@ func (s *Stream) Events() int {
 	return s.check.Events()
 }
 
+// Synced reports whether the stream printed its initial state.
+func (s *Stream) Synced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check.Synced()
+}
+
 // Resyncs returns the number of batches printed with cause "resync".
 func (s *Stream) Resyncs() int {
 	s.mu.Lock()
