@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak proto clean
+.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak faults proto clean
 
 all: build
 
@@ -70,6 +70,15 @@ fuzz:
 SOAKTIME ?= 2m
 soak:
 	NODEWATCH_SOAK=$(SOAKTIME) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 0 ./cmd/nodewatch
+
+## faults: FAULTRUNS randomized runs (default 20) against a 3-member etcd cluster of processes,
+## two serve replicas and every kind of stream, each run injecting eight faults at random; every
+## printed line is checked and every stream must end equal to etcd; prints a summary. FAULTSEED
+## sets the first run's seed (a failing run prints the command that runs it again).
+FAULTRUNS ?= 20
+FAULTSEED ?=
+faults:
+	NODEWATCH_FAULTS=1 NODEWATCH_FAULTS_RUNS=$(FAULTRUNS) NODEWATCH_FAULTS_SEED=$(FAULTSEED) $(GO) test -count=1 -run '^TestFaults$$' -v -timeout 0 ./cmd/nodewatch
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).
 proto:

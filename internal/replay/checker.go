@@ -19,14 +19,21 @@ import (
 // stream of `nodes` or `node` (no revisions); set Revs for `key`.
 // A Checker is used by one goroutine.
 type Checker struct {
-	// Revs requires every event and batch_done to carry a rev that never
-	// goes backwards (`key`).
+	// Revs requires every event and batch_done to carry a rev (`key`),
+	// as docs/reference.md defines it: an event's rev is the revision it
+	// reflects (a key's mod_revision, a deletion's revision), a
+	// batch_done's the revision the batch brings the view to. So batch_done
+	// revs never go backwards; every event of a batch is after the previous
+	// batch_done's rev (an initial batch has none) and not after its own
+	// batch_done's. Within a batch, events come in id order, so their revs
+	// may go up and down (a listing, a resync, merged changes).
 	Revs bool
 
 	state   map[string]json.RawMessage // id → object as last printed (compact)
 	batch   int                        // the last batch number printed
 	synced  bool                       // a batch_done said synced: true
-	rev     int64                      // the last rev printed
+	rev     int64                      // the rev of the last batch_done
+	maxRev  int64                      // the highest rev of the events since the last batch_done
 	events  int                        // new, updated and deleted lines applied
 	pending int                        // events since the last batch_done
 }
@@ -61,13 +68,9 @@ func (c *Checker) Line(line []byte) error {
 
 func (c *Checker) apply(ev *event) error {
 	if c.Revs && ev.Type != "" {
-		if ev.Rev == nil {
-			return fmt.Errorf("%s without rev", ev.Type)
+		if err := c.checkRev(ev); err != nil {
+			return err
 		}
-		if *ev.Rev < c.rev {
-			return fmt.Errorf("rev %d after rev %d: went backwards", *ev.Rev, c.rev)
-		}
-		c.rev = *ev.Rev
 	}
 	if ev.Type == "batch_done" {
 		switch {
@@ -119,6 +122,29 @@ func (c *Checker) apply(ev *event) error {
 		return fmt.Errorf("%s for %s: object: %v", ev.Type, id, err)
 	}
 	c.state[id] = obj
+	return nil
+}
+
+// checkRev enforces Revs' rules on ev, and keeps the revs they need.
+func (c *Checker) checkRev(ev *event) error {
+	if ev.Rev == nil {
+		return fmt.Errorf("%s without rev", ev.Type)
+	}
+	rev := *ev.Rev
+	if ev.Type == "batch_done" {
+		switch {
+		case rev < c.rev:
+			return fmt.Errorf("batch rev %d after batch rev %d: went backwards", rev, c.rev)
+		case c.maxRev > rev:
+			return fmt.Errorf("batch rev %d after an event of the batch at rev %d", rev, c.maxRev)
+		}
+		c.rev, c.maxRev = rev, 0
+		return nil
+	}
+	if c.batch > 0 && rev <= c.rev {
+		return fmt.Errorf("rev %d not after the previous batch's rev %d", rev, c.rev)
+	}
+	c.maxRev = max(c.maxRev, rev)
 	return nil
 }
 

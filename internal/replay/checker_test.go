@@ -15,13 +15,19 @@ import (
 // TestCheckerRules: each rule, broken once, is caught on the line that
 // breaks it, naming it; the same stream without the break passes.
 func TestCheckerRules(t *testing.T) {
+	// Within a batch, events come in id order, each with the revision it
+	// reflects: a listing's keys at their mod_revision, a merged batch's
+	// changes at theirs, so revs go down as well as up.
 	good := []string{
 		`{"type":"new","id":"a","object":{"v":1},"rev":2}`,
-		`{"type":"new","id":"b","object":{"v":1},"rev":2}`,
+		`{"type":"new","id":"b","object":{"v":1},"rev":1}`,
 		`{"type":"batch_done","batch":1,"synced":true,"cause":"initial","rev":2}`,
 		`{"type":"updated","id":"a","changed":[["v"]],"object":{"v":2},"prev":{"v":1},"rev":3}`,
 		`{"type":"deleted","id":"b","prev":{"v":1},"rev":4}`,
 		`{"type":"batch_done","batch":2,"synced":true,"cause":"change","rev":4}`,
+		`{"type":"updated","id":"a","changed":[["v"]],"object":{"v":3},"prev":{"v":2},"rev":7}`,
+		`{"type":"new","id":"c","object":{"v":1},"rev":5}`,
+		`{"type":"batch_done","batch":3,"synced":true,"cause":"change","rev":7}`,
 	}
 	for _, tc := range []struct {
 		name string
@@ -37,7 +43,9 @@ func TestCheckerRules(t *testing.T) {
 		{"batch skipped", 5, `{"type":"batch_done","batch":3,"synced":true,"rev":4}`, "batch 3 after batch 1"},
 		{"batch repeated", 5, `{"type":"batch_done","batch":1,"synced":true,"rev":4}`, "batch 1 after batch 1"},
 		{"synced back to false", 5, `{"type":"batch_done","batch":2,"synced":false,"rev":4}`, "synced went back to false"},
-		{"rev backwards", 4, `{"type":"deleted","id":"b","prev":{"v":1},"rev":1}`, "rev 1 after rev 3"},
+		{"event not after the previous batch", 4, `{"type":"deleted","id":"b","prev":{"v":1},"rev":2}`, "rev 2 not after the previous batch's rev 2"},
+		{"event after its batch", 5, `{"type":"batch_done","batch":2,"synced":true,"rev":3}`, "batch rev 3 after an event of the batch at rev 4"},
+		{"batch rev backwards", 5, `{"type":"batch_done","batch":2,"synced":true,"rev":1}`, "batch rev 1 after batch rev 2: went backwards"},
 		{"no rev", 3, `{"type":"updated","id":"a","object":{"v":2},"prev":{"v":1}}`, "without rev"},
 		{"not JSON", 3, `{"type":"upd`, "not a JSON event"},
 		{"unknown type", 3, `{"type":"changed","id":"a","rev":3}`, `unknown type "changed"`},
@@ -67,13 +75,13 @@ func TestCheckerRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d := c.Equal(map[string]any{"a": `{ "v" : 2 }`}); d != "" {
+	if d := c.Equal(map[string]any{"a": `{ "v" : 3 }`, "c": `{"v":1}`}); d != "" {
 		t.Errorf("good stream: %s", d)
 	}
-	if d := c.Equal(map[string]any{"a": map[string]int{"v": 3}, "c": "{}"}); !strings.Contains(d, `a: {"v":2}, want {"v":3}`) || !strings.Contains(d, "c: missing") {
+	if d := c.Equal(map[string]any{"a": map[string]int{"v": 4}, "d": "{}"}); !strings.Contains(d, `a: {"v":3}, want {"v":4}`) || !strings.Contains(d, "d: missing") {
 		t.Errorf("differences: %q", d)
 	}
-	if err := c.Line([]byte(good[3])); err == nil {
+	if err := c.Line([]byte(good[6])); err == nil {
 		t.Error("a line replayed twice passed")
 	}
 }

@@ -1,0 +1,349 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/nodewatch/nodewatch/internal/embedetcd"
+)
+
+// MemberEnv is the environment variable that makes a test binary an etcd
+// member: its TestMain, finding it set, calls RunMember with its value
+// instead of running tests.
+const MemberEnv = "NODEWATCH_FAULTS_MEMBER"
+
+// memberReady is the line a member prints on stdout once it serves.
+const memberReady = "ready"
+
+// exitAddrInUse is a member's exit code when its addresses are taken.
+const exitAddrInUse = 98
+
+// RunMember runs the etcd member that cfg (an embedetcd.Config as JSON)
+// describes, prints "ready" on stdout once it serves clients, and blocks
+// until ctx ends (then closes it cleanly) or the process is killed. It is
+// what a member process does; see Cluster.
+func RunMember(ctx context.Context, cfg string, stdout io.Writer) error {
+	var c embedetcd.Config
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		return fmt.Errorf("member config: %w", err)
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	s, err := embedetcd.Start(c)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintln(stdout, memberReady)
+	<-ctx.Done()
+	return nil
+}
+
+// MemberExitCode is the exit code for a member whose RunMember returned
+// err: 0 for nil, a code of its own when the addresses were taken (Cluster
+// then starts it again), 1 otherwise.
+func MemberExitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, syscall.EADDRINUSE):
+		return exitAddrInUse
+	}
+	return 1
+}
+
+// Cluster is a 3-member etcd cluster whose members are processes (the
+// running test binary, started again with MemberEnv set), so that a fault
+// is what it would be in production: SIGKILL with no goodbye, SIGSTOP with
+// sockets open. Members listen on a loopback address of the cluster's own
+// (127.x.y.z), so that their ports stay free for restarts. Its methods are
+// called by one goroutine, except Endpoints and Client, which are safe
+// anywhere.
+type Cluster struct {
+	// Endpoints are the members' client URLs, in member order.
+	Endpoints []string
+	// Host is the cluster's loopback address, for other listeners of the
+	// run (serve).
+	Host string
+
+	exe     string
+	dir     string
+	configs []embedetcd.Config
+	members []*member // nil while killed
+	logf    func(format string, args ...any)
+}
+
+// member is a running member process.
+type member struct {
+	cmd       *exec.Cmd
+	readyLine chan string   // the first line of its stdout ("" if none)
+	done      chan struct{} // closed when cmd.Wait has returned
+	paused    bool
+}
+
+// StartCluster starts a 3-member cluster, data under dir, members run by
+// the executable exe (the test binary). The caller must Close it.
+func StartCluster(exe, dir, host string, logf func(string, ...any)) (*Cluster, error) {
+	c := &Cluster{exe: exe, dir: dir, Host: host, logf: logf, members: make([]*member, 3)}
+	var initial []string
+	for i := range 3 {
+		client, err := embedetcd.FreeAddrOn(host)
+		if err != nil {
+			return nil, err
+		}
+		peer, err := embedetcd.FreeAddrOn(host)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("m%d", i)
+		c.configs = append(c.configs, embedetcd.Config{
+			Dir: fmt.Sprintf("%s/%s", dir, name), ClientAddr: client, PeerAddr: peer, Name: name,
+		})
+		c.Endpoints = append(c.Endpoints, "http://"+client)
+		initial = append(initial, name+"=http://"+peer)
+	}
+	// The members of a new cluster wait for each other: start all, then
+	// wait for each.
+	for i := range c.configs {
+		c.configs[i].InitialCluster = strings.Join(initial, ",")
+		m, err := c.spawn(i)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.members[i] = m
+	}
+	for i, m := range c.members {
+		if err := c.ready(i, m); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// spawn starts member i's process; ready waits until it serves.
+func (c *Cluster) spawn(i int) (*member, error) {
+	cfg, err := json.Marshal(c.configs[i])
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(c.exe)
+	cmd.Env = append(os.Environ(), MemberEnv+"="+string(cfg))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = &tail{}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start member %d: %w", i, err)
+	}
+	m := &member{cmd: cmd, readyLine: make(chan string, 1), done: make(chan struct{})}
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		m.readyLine <- strings.TrimSpace(l)
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		close(m.done)
+	}()
+	return m, nil
+}
+
+// ready waits until member i prints that it serves, or ends.
+func (c *Cluster) ready(i int, m *member) error {
+	select {
+	case l := <-m.readyLine:
+		if l == memberReady {
+			return nil
+		}
+		<-m.done
+		if m.cmd.ProcessState.ExitCode() == exitAddrInUse {
+			return fmt.Errorf("member %d: %w", i, syscall.EADDRINUSE)
+		}
+		return fmt.Errorf("member %d ended: %s", i, m.cmd.Stderr.(*tail).String())
+	case <-time.After(2 * time.Minute):
+		m.cmd.Process.Kill()
+		<-m.done
+		return fmt.Errorf("member %d: not ready after 2 minutes: %s", i, m.cmd.Stderr.(*tail).String())
+	}
+}
+
+// Running reports whether member i runs (it may be paused).
+func (c *Cluster) Running(i int) bool { return c.members[i] != nil }
+
+// Kill stops member i with SIGKILL and waits until it is gone (a no-op if
+// it is not running).
+func (c *Cluster) Kill(i int) {
+	m := c.members[i]
+	if m == nil {
+		return
+	}
+	c.members[i] = nil
+	m.cmd.Process.Kill()
+	<-m.done
+}
+
+// Restart starts member i again on its data dir and addresses; the others
+// must have a quorum for it to become ready. Addresses still in use (the
+// killed process's sockets closing) are tried again for up to a minute.
+func (c *Cluster) Restart(i int) error {
+	if c.members[i] != nil {
+		return nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, err := c.spawn(i)
+		if err != nil {
+			return err
+		}
+		err = c.ready(i, m)
+		if err == nil {
+			c.members[i] = m
+			return nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return err
+		}
+		c.logf("member %d: addresses in use, starting it again", i)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Pause stops member i with SIGSTOP: its sockets stay open, it answers
+// nothing. Resume continues it.
+func (c *Cluster) Pause(i int) {
+	if m := c.members[i]; m != nil && !m.paused {
+		m.cmd.Process.Signal(syscall.SIGSTOP)
+		m.paused = true
+	}
+}
+
+// Resume continues member i after Pause.
+func (c *Cluster) Resume(i int) {
+	if m := c.members[i]; m != nil && m.paused {
+		m.cmd.Process.Signal(syscall.SIGCONT)
+		m.paused = false
+	}
+}
+
+// Heal resumes every paused member and restarts every killed one.
+func (c *Cluster) Heal() error {
+	for i := range c.members {
+		c.Resume(i)
+	}
+	for i := range c.members {
+		if err := c.Restart(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Leader returns the index of the member that is the leader, asking the
+// running members' maintenance Status until one names itself, for up to
+// a minute.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for i, ep := range c.Endpoints {
+			if m := c.members[i]; m == nil || m.paused {
+				continue
+			}
+			if c.isLeader(ctx, ep) {
+				return i, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, errors.New("no member says it leads after a minute")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) isLeader(ctx context.Context, ep string) bool {
+	cl, err := c.Client(ep)
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx, ep)
+	return err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId
+}
+
+// Client returns a client of the given endpoints (all members when none);
+// the caller must Close it.
+func (c *Cluster) Client(endpoints ...string) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		endpoints = c.Endpoints
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		// A paused member keeps its connections open and answers nothing:
+		// keep-alives (no more often than etcd's 5s minimum) take it out
+		// of the client's round robin.
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: time.Second,
+		Logger:               zap.NewNop(),
+	})
+}
+
+// Close kills every member.
+func (c *Cluster) Close() {
+	for i := range c.members {
+		c.Resume(i)
+		c.Kill(i)
+	}
+}
+
+// MemberStderr returns the end of member i's stderr (etcd logs to a file
+// in its data dir; this holds what went wrong starting it).
+func (c *Cluster) MemberStderr(i int) string {
+	if m := c.members[i]; m != nil {
+		return m.cmd.Stderr.(*tail).String()
+	}
+	return ""
+}
+
+// tail keeps the last 16 KiB written to it; safe across goroutines.
+type tail struct {
+	mu sync.Mutex // guards b
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 16<<10; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

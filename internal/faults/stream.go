@@ -1,0 +1,245 @@
+package faults
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodewatch/nodewatch/internal/replay"
+)
+
+// Stream is a nodewatch process (`key`, `nodes`, `node`) whose stdout is
+// read line by line, each line applied to a replay.Checker. The reader
+// can stop reading for a while (the pipe fills, nodewatch blocks on it)
+// and the process can be stopped and continued. Methods are safe across
+// goroutines; Close must be called.
+type Stream struct {
+	// Name says which stream it is in reports.
+	Name string
+
+	cmd    *exec.Cmd
+	r      *os.File // read end of the stdout pipe
+	stderr *tail
+	done   chan struct{} // closed when the reader has seen the end and cmd.Wait returned
+
+	mu        sync.Mutex // guards everything below
+	check     replay.Checker
+	violation error         // the first line the Checker refused
+	resyncs   int           // batch_done lines with cause "resync"
+	changed   chan struct{} // closed (and replaced) at each line and at the end
+	paused    chan struct{} // non-nil while the reader does not read; closed to resume
+	closing   bool          // Close was called: the end is expected
+	ended     bool
+}
+
+// StartStream starts bin with args (env as the environment), replaying
+// its stdout; revs is replay.Checker.Revs (true for `key`).
+func StartStream(name, bin string, env []string, revs bool, args ...string) (*Stream, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{Name: name, r: r, stderr: &tail{}, done: make(chan struct{}), changed: make(chan struct{})}
+	s.check.Revs = revs
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Env = env
+	s.cmd.Stdout, s.cmd.Stderr = w, s.stderr
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = s.cmd.Start()
+	w.Close() // the child has its copy
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go s.read()
+	return s, nil
+}
+
+// read applies every line of stdout to the Checker until the end.
+func (s *Stream) read() {
+	defer close(s.done)
+	br := bufio.NewReaderSize(s.r, 64<<10)
+	for {
+		s.mu.Lock()
+		gate := s.paused
+		s.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		if s.violation == nil {
+			if err := s.check.Line(bytes.TrimSuffix(line, []byte("\n"))); err != nil {
+				s.violation = err
+			}
+		}
+		if bytes.Contains(line, []byte(`"cause":"resync"`)) && isBatchDone(line) {
+			s.resyncs++
+		}
+		s.wake()
+		s.mu.Unlock()
+	}
+	s.r.Close()
+	s.cmd.Wait()
+	s.mu.Lock()
+	s.ended = true
+	s.wake()
+	s.mu.Unlock()
+}
+
+func isBatchDone(line []byte) bool {
+	var ev struct{ Type string }
+	json.Unmarshal(line, &ev)
+	return ev.Type == "batch_done"
+}
+
+// wake tells waiters something changed; s.mu must be held.
+func (s *Stream) wake() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next line (or the end).
+func (s *Stream) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Equal compares the replayed state with want, as replay.Checker.Equal
+// does; "" when equal.
+func (s *Stream) Equal(want map[string]any) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check.Equal(want)
+}
+
+// EqualValues is Equal for a `key` stream under the default --equals
+// (.value): a key re-put with the value it had prints nothing, so the
+// stream may hold an older object of the key with the same value (a
+// write retried after a fault that had in fact been applied does that).
+// Such an object counts as equal; anything else must be want's.
+func (s *Stream) EqualValues(want map[string]any) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	adjusted := make(map[string]any, len(want))
+	for id, w := range want {
+		adjusted[id] = w
+		got, ok := s.check.Get(id)
+		if !ok {
+			continue
+		}
+		var wv any
+		d := json.NewDecoder(bytes.NewReader(w.(json.RawMessage)))
+		d.UseNumber()
+		if d.Decode(&wv) != nil {
+			continue
+		}
+		gm, _ := got.(map[string]any)
+		wm, _ := wv.(map[string]any)
+		if gm != nil && wm != nil && reflect.DeepEqual(gm["value"], wm["value"]) && reflect.DeepEqual(gm["key"], wm["key"]) {
+			adjusted[id] = got
+		}
+	}
+	return s.check.Equal(adjusted)
+}
+
+// Events returns the number of events the Checker applied.
+func (s *Stream) Events() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check.Events()
+}
+
+// Synced reports whether the stream printed its initial state.
+func (s *Stream) Synced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check.Synced()
+}
+
+// Resyncs returns the number of batches printed with cause "resync".
+func (s *Stream) Resyncs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resyncs
+}
+
+// Violation returns the first rule the stream broke, or nil.
+func (s *Stream) Violation() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.violation
+}
+
+// Ended reports whether the process ended (other than by Close).
+func (s *Stream) Ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended && !s.closing
+}
+
+// Pid returns the process id.
+func (s *Stream) Pid() int { return s.cmd.Process.Pid }
+
+// Stop sends SIGSTOP to the process; Cont continues it.
+func (s *Stream) Stop() { s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Cont sends SIGCONT to the process.
+func (s *Stream) Cont() { s.cmd.Process.Signal(syscall.SIGCONT) }
+
+// PauseReading makes the reader stop reading stdout (after the line it
+// is at); ResumeReading makes it go on.
+func (s *Stream) PauseReading() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused == nil {
+		s.paused = make(chan struct{})
+	}
+}
+
+// ResumeReading undoes PauseReading.
+func (s *Stream) ResumeReading() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused != nil {
+		close(s.paused)
+		s.paused = nil
+	}
+}
+
+// Buffered returns how many bytes wait in the stdout pipe, unread.
+func (s *Stream) Buffered() int {
+	n := -1
+	rc, err := s.r.SyscallConn()
+	if err != nil {
+		return n
+	}
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // TIOCINQ is FIONREAD
+	return n
+}
+
+// Stderr returns the end of the process's stderr.
+func (s *Stream) Stderr() string { return s.stderr.String() }
+
+// Close kills the process and waits for it and for the reader.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.ResumeReading()
+	s.cmd.Process.Signal(syscall.SIGCONT)
+	s.cmd.Process.Kill()
+	<-s.done
+}
