@@ -164,6 +164,31 @@ func TestClientMisbehavingServer(t *testing.T) {
 		},
 		log: `skipping node "b": watching "a"`,
 	}, {
+		name:   "node: an id that is not valid UTF-8",
+		nodeID: "a",
+		streams: [][]*apipb.WatchEvent{
+			events(nodesEv(0, "a"), rawEv("a\xff", 0, 0)),
+			events(nodesEv(0, "a")),
+		},
+		want: []nodeset.Batch{
+			batch(nodeset.CauseInitial, n("a")),
+			batch(nodeset.CauseResync, n("a")),
+		},
+		log: "invalid UTF-8",
+	}, {
+		name:   "node: an oversized message",
+		nodeID: "a",
+		streams: [][]*apipb.WatchEvent{
+			events(nodesEv(0, "a"), rawEv("a", 4096, 0)),
+			events(nodesEv(0, "a")),
+		},
+		want: []nodeset.Batch{
+			batch(nodeset.CauseInitial, n("a")),
+			batch(nodeset.CauseResync, n("a")),
+		},
+		log:  "larger than max",
+		opts: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1024))},
+	}, {
 		name:   "node: ends the stream abruptly",
 		nodeID: "a",
 		streams: [][]*apipb.WatchEvent{
