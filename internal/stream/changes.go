@@ -205,14 +205,17 @@ func quote(s string) string {
 // sanitize replaces the control characters in s (which a terminal would
 // obey: a key or an address may hold any byte) with U+FFFD.
 func sanitize(s string) string {
-	clean := func(r rune) bool { return r < 0x20 || 0x7f <= r && r < 0xa0 }
-	if strings.IndexFunc(s, clean) < 0 {
+	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
-		if clean(r) {
+		if isControl(r) {
 			return utf8.RuneError
 		}
 		return r
 	}, s)
 }
+
+// isControl reports whether a terminal may take r as a control: C0, DEL
+// and C1.
+func isControl(r rune) bool { return r < 0x20 || 0x7f <= r && r < 0xa0 }

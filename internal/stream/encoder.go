@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -221,6 +222,12 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 		b.WriteString(sanitize(e.opts.Summary(ev.Object)))
 	} else {
 		writeValue(b, ev.Object)
+		// JSON leaves DEL and the C1 controls (U+0080–U+009F) as they
+		// are; a terminal may obey them.
+		if v := b.String()[start:]; strings.ContainsFunc(v, isControl) {
+			b.Truncate(start)
+			b.WriteString(sanitize(v))
+		}
 	}
 	// On a terminal the line fits its width (the whole object is in -o
 	// json); elsewhere it stays whole, for grep.
