@@ -2,14 +2,10 @@ package main
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
@@ -114,22 +110,8 @@ func TestE2EPasswordPrompt(t *testing.T) {
 // the exit code and everything the terminal showed.
 func promptOnTerminal(t *testing.T, cmd *exec.Cmd, prompt, answer string) (int, string) {
 	t.Helper()
-	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
+	ptm, pts := openPTY(t)
 	defer ptm.Close()
-	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

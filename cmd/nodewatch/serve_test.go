@@ -3,13 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -558,33 +554,6 @@ func (w *watchStream) serverCN() string {
 	return info.State.PeerCertificates[0].Subject.CommonName
 }
 
-// leafFor issues a server certificate valid from notBefore to notAfter and
-// returns its certificate and key files.
-func (p *pki) leafFor(cn string, notBefore, notAfter time.Time) (string, string) {
-	pub, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     []string{cn},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, pub, p.caKy)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return p.write(cn+".pem", "CERTIFICATE", der), p.write(cn+".key", "PRIVATE KEY", kder)
-}
-
 // TestServeExpiredCertificate: serve starts with an expired certificate
 // (renewal may be on its way: a reload will pick it up) and warns.
 func TestServeExpiredCertificate(t *testing.T) {
@@ -592,7 +561,7 @@ func TestServeExpiredCertificate(t *testing.T) {
 	ep := etcdtest.Start(t)
 	p := newPKI(t, "ca")
 	notAfter := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
-	cert, key := p.leafFor("expired", notAfter.Add(-time.Hour), notAfter)
+	cert, key := p.leafValid("expired", x509.ExtKeyUsageServerAuth, notAfter.Add(-time.Hour), notAfter)
 	proc, _ := startServe(t, nil, "--etcd", ep, "--listen-cert", cert, "--listen-key", key)
 	waitStderr(t, proc, "nodewatch: warning: --listen-cert "+cert+": the certificate expired at "+notAfter.Format(time.RFC3339)+"; clients will refuse it")
 }

@@ -61,8 +61,15 @@ func (p *pki) write(file, typ string, der []byte) string {
 	return path
 }
 
-// leaf issues a certificate for cn; it returns the certificate and key files.
+// leaf issues a certificate for cn, valid for an hour either side of
+// now; it returns the certificate and key files.
 func (p *pki) leaf(cn string, usage x509.ExtKeyUsage) (string, string) {
+	return p.leafValid(cn, usage, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// leafValid issues a certificate for cn valid from notBefore to notAfter;
+// it returns the certificate and key files.
+func (p *pki) leafValid(cn string, usage x509.ExtKeyUsage, notBefore, notAfter time.Time) (string, string) {
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		p.t.Fatal(err)
@@ -71,8 +78,8 @@ func (p *pki) leaf(cn string, usage x509.ExtKeyUsage) (string, string) {
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: cn},
 		DNSNames:     []string{cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}
