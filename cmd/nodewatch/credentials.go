@@ -349,6 +349,7 @@ func (x *explained) explain(server string, err error, asked bool) error {
 	ct := x.ct
 	var (
 		unknown x509.UnknownAuthorityError
+		plain   tls.RecordHeaderError
 		invalid x509.CertificateInvalidError
 		host    x509.HostnameError
 		remote  *net.OpError
@@ -360,6 +361,8 @@ func (x *explained) explain(server string, err error, asked bool) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 			return fmt.Errorf("%s closed the connection before answering: if it serves TLS, give %s", server, ct.howTLS)
 		}
+	case errors.As(err, &plain):
+		return fmt.Errorf("%s does not speak TLS (%v): if it serves plaintext, drop the TLS flags; else check the address", server, err)
 	case errors.As(err, &unknown) && unknown.Cert != nil:
 		if ct.roots == "" {
 			return fmt.Errorf("%s (%s) is not signed by a CA this system trusts: give the server's CA with %s", certOf(server), describe(unknown.Cert), ct.howRoots)

@@ -449,6 +449,7 @@ func TestTLSFailures(t *testing.T) {
 	etcdAddr := strings.TrimPrefix(etcdEP, "https://")
 	expiredAddr := tlsCurator(t, ca, certSpec{cn: "expired-server", server: true, notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
 	loopbackAddr := tlsCurator(t, ca, certSpec{cn: "loopback-server", server: true})
+	plainAddr := startSlowCurator(t, 1, time.Millisecond)
 
 	cert, key, _, _ := ca.issue(certSpec{cn: "operator"})
 	strangerCert, strangerKey, _, _ := other.issue(certSpec{cn: "stranger"})
@@ -476,6 +477,8 @@ func TestTLSFailures(t *testing.T) {
 			[]string{"the server's certificate (CN=expired-server, issued by CN=cluster-ca) expired at "}},
 		{"nodes: plaintext to TLS", []string{"nodes", "--curator", curatorAddr}, exitUnavailable,
 			[]string{"the server closed the connection before answering: if it serves TLS, give --cacert FILE, --metroctl-config DIR or --tls"}},
+		{"nodes: --tls to a plaintext server", []string{"nodes", "--curator", plainAddr, "--tls"}, exitUnavailable,
+			[]string{"the server does not speak TLS (tls: first record does not look like a TLS handshake): if it serves plaintext, drop the TLS flags; else check the address"}},
 		{"nodes: client certificate expired", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", oldCert, "--key", oldKey}, exitUsage,
 			[]string{"--cert " + oldCert + ": the certificate expired at " + oldX509.NotAfter.UTC().Format(time.RFC3339)}},
 		{"nodes: client certificate not yet valid", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", newCert, "--key", newKey}, exitUsage,

@@ -123,7 +123,7 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		return nil, usagef("--dial-timeout: must be positive")
 	case maxStreams < 1:
 		return nil, usagef("--max-streams: must be at least 1, got %d", maxStreams)
-	case perConn < 1 || perConn > math.MaxUint32:
+	case perConn < 1 || uint64(perConn) > math.MaxUint32:
 		return nil, usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
 	}
 	o.limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}

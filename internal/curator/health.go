@@ -30,7 +30,7 @@ type Health struct {
 //
 // which DecodeRecord ignores. A binary record, or a JSON record without
 // them, has no health (the zero Health). A member that is present but not
-// understood is an error, naming it.
+// understood is an error, naming it, with the zero Health.
 func DecodeHealth(value []byte) (Health, error) {
 	var h Health
 	t := bytes.TrimLeft(value, " \t\r\n")
@@ -39,7 +39,7 @@ func DecodeHealth(value []byte) (Health, error) {
 	}
 	var rec struct {
 		Health    json.RawMessage `json:"health"`
-		Heartbeat *string         `json:"heartbeat"`
+		Heartbeat json.RawMessage `json:"heartbeat"`
 	}
 	if err := json.Unmarshal(t, &rec); err != nil {
 		return h, nil // not JSON after all: DecodeRecord decides
@@ -47,16 +47,19 @@ func DecodeHealth(value []byte) (Health, error) {
 	if len(rec.Health) > 0 && string(rec.Health) != "null" {
 		v, err := parseHealth(rec.Health)
 		if err != nil {
-			return h, err
+			return Health{}, err
 		}
 		h.Health = v
 	}
-	if rec.Heartbeat != nil {
-		ts, err := time.Parse(time.RFC3339Nano, *rec.Heartbeat)
-		if err != nil {
-			return h, fmt.Errorf("node record: heartbeat %q: want an RFC 3339 time", *rec.Heartbeat)
+	if len(rec.Heartbeat) > 0 && string(rec.Heartbeat) != "null" {
+		var text string
+		err := json.Unmarshal(rec.Heartbeat, &text)
+		if err == nil {
+			h.Heartbeat, err = time.Parse(time.RFC3339Nano, text)
 		}
-		h.Heartbeat = ts
+		if err != nil {
+			return Health{}, fmt.Errorf("node record: heartbeat %s: want an RFC 3339 time as a string", rec.Heartbeat)
+		}
 	}
 	return h, nil
 }

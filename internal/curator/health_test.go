@@ -24,6 +24,7 @@ func TestDecodeHealth(t *testing.T) {
 		{record: `{"id":"a","health":"ill"}`, wantErr: `health "ill": want one of HEALTH_INVALID, HEALTH_UNKNOWN, HEALTH_HEALTHY, HEALTH_HEARTBEAT_TIMEOUT`},
 		{record: `{"id":"a","health":7}`, wantErr: "health 7"},
 		{record: `{"id":"a","heartbeat":"yesterday"}`, wantErr: `heartbeat "yesterday"`},
+		{record: `{"id":"a","health":"HEALTHY","heartbeat":12345}`, wantErr: `heartbeat 12345: want an RFC 3339 time as a string`},
 	} {
 		h, err := DecodeHealth([]byte(tc.record))
 		switch {

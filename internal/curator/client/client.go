@@ -103,10 +103,11 @@ var ErrUnavailable = errors.New("unavailable")
 // whose health changes is handed over again (CauseChange); one whose
 // time_since_heartbeat alone changed is not, or every poll would change
 // every node: its object keeps the time_since_heartbeat of the poll its
-// health was last taken from. A server refusing GetNodes with
+// health was last taken from. A server refusing the first GetNodes with
 // Unimplemented or a fatal status ends Run with that error; no answer
-// within DialTimeout of the start ends it with ErrUnavailable; later
-// failures are logged and retried, and nodes keep their last health.
+// within DialTimeout of the start ends it with ErrUnavailable; once it
+// has answered, every failure is logged and retried, and nodes keep
+// their last health.
 //
 // A Client's fields must not change while Run runs.
 type Client struct {

@@ -35,10 +35,12 @@ var unknown = health{health: mgmtpb.Node_HEALTH_UNKNOWN}
 // polled every HealthInterval on a connection of its own (see Client).
 func (c *Client) runWithHealth(ctx context.Context, out nodeset.Sink) error {
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	m := &merger{out: out, nodes: map[string]*doc.Doc{}, shown: map[string]health{}}
 	var wg sync.WaitGroup
+	// Deferred calls run last first: the poller is told to stop, then
+	// waited for, so that it never outlives Run (nor puts into out after).
 	defer wg.Wait()
+	defer cancel(nil)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -52,11 +54,13 @@ func (c *Client) runWithHealth(ctx context.Context, out nodeset.Sink) error {
 }
 
 // pollHealth calls GetNodes every HealthInterval and hands the health it
-// reports to m, until ctx ends (nil) or GetNodes fails for good: refused
-// with a status retrying cannot change (a server without Management, a
-// certificate without the permission), or not answered within
-// DialTimeout of the start (ErrUnavailable). Once it has answered, its
-// failures are logged and retried, and the nodes keep their last health.
+// reports to m, until ctx ends (nil) or GetNodes fails for good before
+// its first answer: refused with a status retrying cannot change (a
+// server without Management, a certificate without the permission), or
+// not answered within DialTimeout of the start (ErrUnavailable). Once it
+// has answered, every failure (a refusal too: a certificate being
+// rotated, a leader changing) is logged and retried, and the nodes keep
+// their last health.
 func (c *Client) pollHealth(ctx context.Context, m *merger) error {
 	deadline := time.Now().Add(c.dialTimeout())
 	bo := backoff.Backoff{Max: c.HealthInterval}
@@ -90,7 +94,9 @@ func (c *Client) pollHealth(ctx context.Context, m *merger) error {
 			m.health(nodes)
 			ok, failed = true, false
 			bo.Reset()
-		case isFatal(status.Code(err)) || status.Code(err) == codes.Unimplemented:
+		case !ok && (isFatal(status.Code(err)) || status.Code(err) == codes.Unimplemented):
+			// Refused before it ever answered: a server without
+			// Management, or credentials without the permission.
 			return &fatalError{fmt.Errorf("health: curator %s: Management.GetNodes: %w", target, err)}
 		case !ok && !time.Now().Before(deadline):
 			return fmt.Errorf("%w: no node health from curator at %s within %v (last error: %s: %v)",

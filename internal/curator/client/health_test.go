@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -182,5 +185,21 @@ func TestWithHealth(t *testing.T) {
 		if got := string(withHealth(doc.New([]byte(tc.obj)), tc.h).JSON()); got != tc.want {
 			t.Errorf("withHealth(%s) = %s, want %s", tc.obj, got, tc.want)
 		}
+	}
+}
+
+// TestRunWithHealthRefused: when the Watch stream is refused for good
+// while GetNodes answers, Run returns the refusal (it used to wait for
+// the poller, which never stopped).
+func TestRunWithHealthRefused(t *testing.T) {
+	t.Parallel()
+	st := curatortest.NewStore(t)
+	lg := curatortest.NewLogs(t)
+	_, g := serveStore(t, st, lg)
+	c := testClient(lg, g.Addr)
+	c.NodeID = "a/b" // InvalidArgument
+	c.HealthInterval = 50 * time.Millisecond
+	if err := startClient(t, c).wait(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Run = %v, want InvalidArgument", err)
 	}
 }
