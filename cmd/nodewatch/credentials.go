@@ -227,12 +227,8 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 
 // checkValidity says when cert, read from file, is not valid now.
 func checkValidity(file string, cert *x509.Certificate) error {
-	now := time.Now()
-	switch {
-	case now.After(cert.NotAfter):
-		return fmt.Errorf("%s: the certificate expired at %s", file, cert.NotAfter.UTC().Format(time.RFC3339))
-	case now.Before(cert.NotBefore):
-		return fmt.Errorf("%s: the certificate is not valid before %s", file, cert.NotBefore.UTC().Format(time.RFC3339))
+	if p := validityProblem(cert, time.Now()); p != "" {
+		return fmt.Errorf("%s: %s", file, p)
 	}
 	return nil
 }
