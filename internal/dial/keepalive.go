@@ -1,0 +1,55 @@
+// Package dial is the one place where nodewatch opens client connections:
+// to etcd (key, serve, sim) and to the Curator (nodes, node). It owns what
+// every connection needs: keepalive pings, so that a connection that goes
+// silent is noticed and replaced.
+package dial
+
+import (
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Defaults of Keepalive. The time is the most often that both servers
+// accept pings on an open stream: etcd's --grpc-keepalive-min-time is 5s
+// (a client pinging more often is sent GOAWAY), the Metropolis Curator
+// permits one every second. With them, a connection that goes silent is
+// given up within 8s of its last byte.
+const (
+	DefaultKeepaliveTime    = 5 * time.Second
+	DefaultKeepaliveTimeout = 3 * time.Second
+)
+
+// Keepalive says how a connection proves that it is alive: after Time
+// without hearing from the server, the client pings it, and gives the
+// connection up when Timeout passes without an answer. Zero fields take
+// the defaults.
+type Keepalive struct {
+	Time, Timeout time.Duration
+}
+
+// OrDefaults returns k with zero fields set to the defaults.
+func (k Keepalive) OrDefaults() Keepalive {
+	if k.Time <= 0 {
+		k.Time = DefaultKeepaliveTime
+	}
+	if k.Timeout <= 0 {
+		k.Timeout = DefaultKeepaliveTimeout
+	}
+	return k
+}
+
+// Deadline is how long a connection or a watch may go without hearing
+// from its server before it is given up: Time, then Timeout.
+func (k Keepalive) Deadline() time.Duration {
+	k = k.OrDefaults()
+	return k.Time + k.Timeout
+}
+
+// DialOption returns the gRPC option that pings as k says, also while no
+// stream is open (a client between two watches must notice too).
+func (k Keepalive) DialOption() grpc.DialOption {
+	k = k.OrDefaults()
+	return grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: k.Time, Timeout: k.Timeout, PermitWithoutStream: true})
+}

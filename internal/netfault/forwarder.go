@@ -1,0 +1,177 @@
+// Package netfault is a TCP forwarder that tests and the fault suite put
+// between a client and its server to make the network fail the ways it
+// really does: a connection that goes silent (every byte dropped, both
+// ways, with no FIN and no RST: a load balancer or NAT that forgot the
+// flow, a paused VM, a frozen process), a peer that cannot be reached at
+// all (new connections accepted and then never answered), and a cut
+// (every connection closed).
+//
+// A silent connection is the fault that nothing but a liveness check
+// notices: the kernel on either side keeps the connection open, writes
+// succeed, and reads block for ever.
+package netfault
+
+import (
+	"net"
+	"sync"
+)
+
+// Forwarder forwards the TCP connections it accepts to a target address.
+// Its methods are safe for concurrent use.
+type Forwarder struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup // the accept loop and every pump
+
+	mu      sync.Mutex // guards the fields below
+	conns   map[*link]struct{}
+	blocked bool // new connections are accepted and then silent
+	closed  bool
+}
+
+// link is one forwarded connection: the client's side and the target's.
+type link struct {
+	in, out net.Conn
+	mu      sync.Mutex // guards silent
+	silent  bool
+}
+
+// Listen starts a forwarder on a free port of host (e.g. "127.0.0.1") to
+// target (host:port). The caller must Close it.
+func Listen(host, target string) (*Forwarder, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return nil, err
+	}
+	f := &Forwarder{l: l, target: target, conns: map[*link]struct{}{}}
+	f.wg.Add(1)
+	go f.accept()
+	return f, nil
+}
+
+// Addr is the address (host:port) clients dial instead of the target.
+func (f *Forwarder) Addr() string { return f.l.Addr().String() }
+
+// Silence makes every open connection silent: from now on the bytes
+// either side sends are read and dropped, and nothing is closed. New
+// connections are forwarded as usual: the flow was forgotten, the path
+// still works.
+func (f *Forwarder) Silence() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for l := range f.conns {
+		l.silence()
+	}
+}
+
+// Block is Silence for every connection, open or new: new connections are
+// accepted and then silent too, until Heal. The target is unreachable
+// without anything saying so: a partition that drops packets.
+func (f *Forwarder) Block() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = true
+	for l := range f.conns {
+		l.silence()
+	}
+}
+
+// Heal forwards new connections again. Connections that went silent stay
+// silent (their ends must notice and give up on them).
+func (f *Forwarder) Heal() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = false
+}
+
+// Cut closes every open connection (both ends see it end at once).
+func (f *Forwarder) Cut() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for l := range f.conns {
+		l.in.Close()
+		l.out.Close()
+	}
+}
+
+// Open returns the number of connections open through f.
+func (f *Forwarder) Open() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}
+
+// Close stops accepting, closes every connection and waits for its
+// goroutines.
+func (f *Forwarder) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.l.Close()
+	f.Cut()
+	f.wg.Wait()
+}
+
+func (f *Forwarder) accept() {
+	defer f.wg.Done()
+	for {
+		in, err := f.l.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", f.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		l := &link{in: in, out: out}
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			in.Close()
+			out.Close()
+			return
+		}
+		l.silent = f.blocked
+		f.conns[l] = struct{}{}
+		f.wg.Add(2)
+		f.mu.Unlock()
+		go f.pump(l, out, in)
+		go f.pump(l, in, out)
+	}
+}
+
+func (l *link) silence() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.silent = true
+}
+
+func (l *link) isSilent() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.silent
+}
+
+// pump copies src to dst until either ends, dropping what it reads while
+// the link is silent; then it closes both (the other pump ends too).
+func (f *Forwarder) pump(l *link, dst, src net.Conn) {
+	defer f.wg.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !l.isSilent() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+	f.mu.Lock()
+	delete(f.conns, l)
+	f.mu.Unlock()
+}
