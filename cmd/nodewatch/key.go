@@ -198,7 +198,7 @@ func etcdFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "etcd", Value: "127.0.0.1:2379", EnvVars: []string{"NODEWATCH_ETCD"}, Usage: "etcd endpoints, comma-separated `URL[,URL…]`"},
 		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]`; without a password, from NODEWATCH_PASSWORD or asked on the terminal"},
-	}, tlsFlags()...)
+	}, append(tlsFlags(), keepaliveFlags()...)...)
 }
 
 // parseEtcdOptions reads etcdFlags (all but --dial-timeout, which is the
@@ -230,6 +230,9 @@ func parseEtcdOptions(c *cli.Context, e *env) (etcdkv.Config, error) {
 		ct.config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
 	}
 	o.TLS, o.Credentials = ct.config, ct.etcdCredentials()
+	if o.Keepalive, err = parseKeepalive(c); err != nil {
+		return o, err
+	}
 	if u := c.String("user"); u != "" {
 		if o.Username, o.Password, err = etcdUser(c.Context, e, u); err != nil {
 			return o, err

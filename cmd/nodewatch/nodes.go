@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/doc"
 )
 
@@ -27,6 +28,7 @@ type nodesOptions struct {
 	metroctlDefault string
 	nodeID          string        // "" for every node
 	health          time.Duration // poll GetNodes this often; 0: no health
+	keepalive       dial.Keepalive
 }
 
 const nodesDescription = `Follows the Watch RPC of a Monogon Metropolis Curator (or of nodewatch serve)
@@ -114,6 +116,9 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 		return nil, err
 	}
 	o.creds, o.metroctlDefault = ct.curatorCredentials(), ct.metroctlDefault
+	if o.keepalive, err = parseKeepalive(c); err != nil {
+		return nil, err
+	}
 	if c.Bool("health") {
 		if o.health = c.Duration("health-interval"); o.health <= 0 {
 			return nil, usagef("--health-interval: must be positive, got %v", o.health)
@@ -134,6 +139,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 		DialTimeout: o.dialTimeout,
 
 		HealthInterval: o.health,
+		Keepalive:      o.keepalive,
 	}
 	err := follow(ctx, e, o.watchOptions, src)
 	if o.metroctlDefault != "" && errors.Is(err, client.ErrUnavailable) {
@@ -152,7 +158,7 @@ func defaultCurator() string {
 func curatorFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "curator", Value: defaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
-	}, append(tlsFlags(), curatorTLSFlags()...)...)
+	}, append(append(tlsFlags(), curatorTLSFlags()...), keepaliveFlags()...)...)
 }
 
 // healthFlags add health to the Curator's nodes.

@@ -17,6 +17,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
@@ -187,9 +188,10 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 			return fmt.Errorf("dev: %w", err)
 		}
 		defer fleet.Close()
-		o.etcd = etcdkv.Config{Endpoints: []string{fleet.Endpoint}}
+		o.etcd = etcdkv.Config{Endpoints: []string{fleet.Endpoint}, Keepalive: o.etcd.Keepalive}
 	}
 	o.etcd.DialTimeout = o.dialTimeout
+	o.etcd.Conns = dial.NewConns()
 	client, err := etcdkv.Connect(ctx, o.etcd, o.prefix, true)
 	if err != nil {
 		return err
@@ -203,7 +205,8 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	host, portStr, _ := net.SplitHostPort(l.Addr().String())
 	port, _ := strconv.Atoi(portStr)
 	srv := server.NewServer(server.ServerConfig{
-		Etcd: client, Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
+		Etcd: client, EtcdConns: o.etcd.Conns, Keepalive: o.etcd.Keepalive,
+		Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
 	})
 	opts := o.limits.ServerOptions()
 	if o.tls != nil {

@@ -469,15 +469,15 @@ func handshakeCN(t *testing.T, addr string, cfg *tls.Config) string {
 
 func dialPlain(t *testing.T, addr string) *grpc.ClientConn {
 	t.Helper()
-	return dial(t, addr, insecure.NewCredentials())
+	return dialConn(t, addr, insecure.NewCredentials())
 }
 
 func dialTLS(t *testing.T, addr string, cfg *tls.Config) *grpc.ClientConn {
 	t.Helper()
-	return dial(t, addr, credentials.NewTLS(cfg))
+	return dialConn(t, addr, credentials.NewTLS(cfg))
 }
 
-func dial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
+func dialConn(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -44,6 +45,13 @@ type Config struct {
 	// DialTimeout bounds connecting and the first request; 0 means
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
+	// Keepalive says how often connections and watches must prove that
+	// they are alive (zero fields: the defaults).
+	Keepalive dial.Keepalive
+	// Conns, if set, keeps the client's connections, so that a watch
+	// that found etcd silent can close them (see dial.Conns). Source
+	// makes its own when nil.
+	Conns *dial.Conns
 }
 
 // Connect opens an etcd client and proves the connection within the dial
@@ -60,15 +68,22 @@ func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv
 		dial = DefaultDialTimeout
 	}
 	tr := &transportErrors{TransportCredentials: transportCredentials(cfg)}
+	var creds credentials.TransportCredentials = tr
+	if cfg.Conns != nil {
+		creds = cfg.Conns.Track(tr)
+	}
+	ka := cfg.Keepalive.OrDefaults()
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: dial,
+		Endpoints:            cfg.Endpoints,
+		DialTimeout:          dial,
+		DialKeepAliveTime:    ka.Time, // gRPC pings no more often than every 10s, whatever it is asked
+		DialKeepAliveTimeout: ka.Timeout,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		TLS:         cfg.TLS,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(tr)},
+		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(creds)},
 	})
 	if err != nil {
 		return nil, connectError(ctx, cfg.Endpoints, dial, tr.last(err))
@@ -212,13 +227,17 @@ type Source struct {
 // Run connects (see Connect), then runs the Watcher until ctx ends or
 // etcd refuses for good; it closes the client it opened.
 func (s *Source) Run(ctx context.Context, out nodeset.Sink) error {
-	client, err := Connect(ctx, s.Config, s.Watcher.Key, s.Watcher.Prefix)
+	cfg := s.Config
+	if cfg.Conns == nil {
+		cfg.Conns = dial.NewConns()
+	}
+	client, err := Connect(ctx, cfg, s.Watcher.Key, s.Watcher.Prefix)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 	w := s.Watcher
-	w.Client = client
+	w.Client, w.Keepalive, w.Conns = client, cfg.Keepalive, cfg.Conns
 	return w.Run(ctx, out)
 }
 

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -52,6 +53,13 @@ type Watcher struct {
 	Logf func(format string, args ...any)
 	// MaxBackoff caps the wait between retries; 0 means 5s.
 	MaxBackoff time.Duration
+	// Keepalive says how often the watch must prove that it is current
+	// (see Run); zero fields take the defaults.
+	Keepalive dial.Keepalive
+	// Conns, if set, holds Client's connections: a watch that found etcd
+	// silent closes those that went silent with it, so that the next
+	// watch goes over a new connection.
+	Conns *dial.Conns
 
 	// Also holds more prefixes (with Prefix only) that are part of the
 	// same state: listed at the revision of Key's listing and watched from

@@ -28,6 +28,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -143,6 +144,9 @@ type Client struct {
 	// HealthInterval, if positive, adds health to every node: see
 	// "Health" above.
 	HealthInterval time.Duration
+	// Keepalive says how often a connection must prove that it is alive
+	// (see "Liveness" above); zero fields take the defaults.
+	Keepalive dial.Keepalive
 }
 
 // Run watches until ctx ends or a fatal error occurs, putting batches into
@@ -245,6 +249,7 @@ func (c *Client) dialOptions() []grpc.DialOption {
 	return append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvSize)),
+		c.Keepalive.DialOption(),
 	}, c.DialOptions...)
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -40,6 +41,11 @@ type ServerConfig struct {
 	// Etcd reads the node records. Required. It must stay open until Run
 	// has returned; the caller closes it.
 	Etcd *clientv3.Client
+	// EtcdConns, if set, holds Etcd's connections (see etcdkv.Watcher).
+	EtcdConns *dial.Conns
+	// Keepalive says how often the etcd watch must prove that it is
+	// current; zero fields take the defaults.
+	Keepalive dial.Keepalive
 	// Prefix is the etcd prefix under which node records live, key =
 	// Prefix + node id; "" means curator.DefaultPrefix.
 	Prefix string
@@ -248,6 +254,8 @@ func (s *Server) run(ctx context.Context) error {
 		},
 		Logf:       s.logf,
 		MaxBackoff: s.cfg.MaxBackoff,
+		Keepalive:  s.cfg.Keepalive,
+		Conns:      s.cfg.EtcdConns,
 	}
 	q := handoff.New(0)
 	var wg sync.WaitGroup
