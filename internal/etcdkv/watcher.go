@@ -18,6 +18,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -26,6 +28,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
@@ -60,6 +63,17 @@ type Watcher struct {
 	// silent closes those that went silent with it, so that the next
 	// watch goes over a new connection.
 	Conns *dial.Conns
+	// ConfirmEvery, if positive and shorter than Keepalive.Time, is how
+	// long a quiet watch waits before it asks etcd to confirm that it is
+	// current (for --heartbeat).
+	ConfirmEvery time.Duration
+	// OnCurrent, if set, is called when the watcher stops being current
+	// (false: nothing confirmed it for Keepalive.Time + Keepalive.Timeout,
+	// whatever the reason: a silent connection, etcd down, no leader)
+	// and when it is current again (true). It is called from the
+	// watcher's goroutines, never twice in a row with the same value,
+	// and must not block.
+	OnCurrent func(current bool)
 
 	// Also holds more prefixes (with Prefix only) that are part of the
 	// same state: listed at the revision of Key's listing and watched from
@@ -71,6 +85,8 @@ type Watcher struct {
 	// onPage, if set, is called with the size of every list response
 	// (a test hook).
 	onPage func(keys int)
+
+	live *liveness // of the current Run
 }
 
 // keyRange is a range of keys as etcd takes it: [key, end), or key alone
@@ -102,13 +118,21 @@ func (w *Watcher) ranges() []keyRange {
 // credentials, an invalid request); it closes nothing: out belongs to the
 // caller.
 func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
+	w.live = &liveness{ka: w.Keepalive.OrDefaults(), onCurrent: w.OnCurrent}
+	w.live.heard(time.Now())
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { w.live.monitor(ctx) })
 	cause := nodeset.CauseInitial
 	for {
 		changes, rev, err := w.list(ctx, out)
 		if err != nil {
 			return err // only ctx errors come back from list
 		}
-		out.Put(nodeset.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev})
+		w.live.heard(time.Now())
+		out.Put(nodeset.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev, Confirmed: true})
 		cause = nodeset.CauseResync
 		if err := w.watch(ctx, rev, out); err != nil {
 			return err
@@ -253,6 +277,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 		if !slices.Equal(before, revs) {
 			b.Reset() // progress was made: this is a fresh failure
 		}
+		w.live.lost()
 		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, slices.Min(revs)+1)
 		if err := b.Wait(ctx); err != nil {
 			return err
@@ -271,9 +296,16 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 // Errors are as clientv3 makes them: a compaction is
 // rpctypes.ErrCompacted, a watch cancelled by the server carries its
 // reason as codes.FailedPrecondition.
-func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64, out nodeset.Sink) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
+func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64, out nodeset.Sink) (err error) {
+	wctx, cancel := context.WithCancelCause(clientv3.WithRequireLeader(ctx))
+	defer cancel(nil)
+	defer func() {
+		// A stream torn down for silence ends with "context canceled";
+		// say why instead.
+		if cause := context.Cause(wctx); errors.Is(cause, errSilent) && ctx.Err() == nil {
+			err = cause
+		}
+	}()
 	// The call options clientv3 gives every call: wait for the
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
@@ -282,7 +314,12 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 		return rpctypes.Error(err)
 	}
 	for i, r := range ranges {
-		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: revs[i] + 1, ProgressNotify: len(ranges) > 1}
+		// Each watch starts at the revision already delivered, not the
+		// next: etcd answers a progress request only for watches whose
+		// start is not in the future, and a quiet key must be
+		// confirmable at once. The events of that revision, sent again,
+		// are skipped below.
+		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: max(revs[i], 1), ProgressNotify: len(ranges) > 1}
 		if r.end != "" {
 			create.RangeEnd = []byte(r.end)
 		}
@@ -290,14 +327,40 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			return rpctypes.Error(err)
 		}
 	}
+	server := "etcd"
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		server = "etcd at " + p.Addr.String()
+	}
+	heard := &atomic.Int64{} // when this stream last received anything
+	heard.Store(time.Now().UnixNano())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel(nil)
+	wg.Go(func() { w.prove(wctx, stream, heard, server, cancel) })
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
 	for {
 		resp, err := stream.Recv()
+		if err == nil {
+			now := time.Now()
+			heard.Store(now.UnixNano())
+			if d, ok := w.live.heard(now); ok {
+				w.logf("watch %q: current again via %s after %v without confirmation", w.Key, server, d.Round(time.Millisecond))
+			}
+		}
 		switch {
 		case err != nil:
 			return rpctypes.Error(err)
+		case resp.WatchId == clientv3.InvalidWatchID && !resp.Created && len(resp.Events) == 0 && resp.Header != nil:
+			// The answer to a progress request: every watch of the
+			// stream delivered everything up to the header's revision.
+			r := resp.Header.Revision
+			for i := range revs {
+				revs[i] = max(revs[i], r)
+			}
+			out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: slices.Min(revs), Confirmed: true})
+			continue
 		case resp.CompactRevision != 0:
 			return rpctypes.ErrCompacted
 		case resp.Canceled && resp.CancelReason != "":
@@ -328,7 +391,10 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				n++
 			}
 			if r > revs[i] {
-				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r}
+				// With one range, events at r prove that everything up
+				// to r was delivered; with several, another range may
+				// still be behind.
+				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1}
 				for _, ev := range events[:n] {
 					if c, ok := w.change(ev.Kv, ev.Type == mvccpb.DELETE); ok {
 						b.Changes = append(b.Changes, c)
@@ -338,6 +404,124 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				revs[i] = r
 			}
 			events = events[n:]
+		}
+	}
+}
+
+// errSilent is wrapped by the error that ends a watch that heard nothing
+// from etcd, not even an answer to a progress request, for
+// Keepalive.Time + Keepalive.Timeout.
+var errSilent = errors.New("no answer")
+
+// prove keeps a watch stream proving that it is alive, until ctx ends:
+// once it has heard nothing for the confirmation interval, it asks etcd
+// for progress (every second, as etcd drops a request that comes while a
+// watch is catching up); when it has heard nothing for Keepalive.Time +
+// Keepalive.Timeout, it ends the stream with errSilent (through cancel)
+// and closes the connections that went silent with it, so that the next
+// stream goes over a new one. It is the only sender on stream once the
+// creates are sent.
+func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard *atomic.Int64, server string, cancel context.CancelCauseFunc) {
+	every := w.live.ka.Time
+	if w.ConfirmEvery > 0 {
+		every = min(every, w.ConfirmEvery)
+	}
+	deadline := w.live.ka.Time + w.live.ka.Timeout
+	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
+	for {
+		last := time.Unix(0, heard.Load())
+		if backoff.Sleep(ctx, time.Until(last.Add(every))) != nil {
+			return
+		}
+		for heard.Load() == last.UnixNano() {
+			if quiet := time.Since(last); quiet >= deadline {
+				closed := 0
+				if w.Conns != nil {
+					closed = w.Conns.CloseSilent(quiet)
+				}
+				cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), closed))
+				return
+			}
+			if err := stream.Send(progress); err != nil {
+				return // the stream is broken: Recv says why
+			}
+			if backoff.Sleep(ctx, min(time.Second, time.Until(last.Add(deadline)))) != nil {
+				return
+			}
+		}
+	}
+}
+
+// liveness is what a Watcher knows of being current, across the streams
+// and listings of one Run.
+type liveness struct {
+	ka        dial.Keepalive // with the defaults
+	onCurrent func(current bool)
+
+	last     atomic.Int64 // unix nanoseconds: the last confirmation
+	troubled atomic.Bool  // lostAt or stale is set
+	mu       sync.Mutex   // guards the fields below
+	// lostAt: unix nanoseconds of the last confirmation before a stream
+	// was lost (0: none lost since).
+	lostAt int64
+	stale  bool // onCurrent(false) was the last call
+}
+
+// heard records a confirmation at now. If a stream was lost, or the
+// watcher went stale, since the confirmation before, it returns how long
+// the watcher went without one, and true.
+func (l *liveness) heard(now time.Time) (time.Duration, bool) {
+	prev := l.last.Swap(now.UnixNano())
+	if !l.troubled.Load() {
+		return 0, false
+	}
+	l.mu.Lock()
+	lostAt, stale := l.lostAt, l.stale
+	l.lostAt, l.stale = 0, false
+	l.troubled.Store(false)
+	if stale && l.onCurrent != nil {
+		l.onCurrent(true)
+	}
+	l.mu.Unlock()
+	if lostAt == 0 {
+		lostAt = prev
+	}
+	return now.Sub(time.Unix(0, lostAt)), true
+}
+
+// lost records that a stream ended.
+func (l *liveness) lost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostAt == 0 {
+		l.lostAt = l.last.Load()
+	}
+	l.troubled.Store(true)
+}
+
+// monitor calls onCurrent(false) each time Keepalive.Time +
+// Keepalive.Timeout pass without a confirmation, until ctx ends.
+func (l *liveness) monitor(ctx context.Context) {
+	deadline := l.ka.Time + l.ka.Timeout
+	for {
+		last := l.last.Load()
+		if backoff.Sleep(ctx, time.Until(time.Unix(0, last).Add(deadline))) != nil {
+			return
+		}
+		l.mu.Lock()
+		if l.last.Load() == last && !l.stale {
+			l.stale = true
+			l.troubled.Store(true)
+			if l.onCurrent != nil {
+				l.onCurrent(false)
+			}
+		}
+		l.mu.Unlock()
+		// Wait for the next confirmation.
+		for l.last.Load() == last {
+			if backoff.Sleep(ctx, 100*time.Millisecond) != nil {
+				return
+			}
 		}
 	}
 }

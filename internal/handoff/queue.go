@@ -77,6 +77,9 @@ type pending struct {
 	cause   nodeset.Cause
 	synced  bool
 	rev     int64
+	// confirmed: a batch merged into it was Confirmed; the merged batch
+	// reflects a state at least as recent.
+	confirmed bool
 }
 
 // New returns an empty Queue that keeps up to maxQueued change batches
@@ -201,6 +204,7 @@ func (p *pending) add(b nodeset.Batch, forget func(id string) bool) {
 	}
 	p.synced = p.synced || b.Synced
 	p.rev = max(p.rev, b.Rev)
+	p.confirmed = p.confirmed || b.Confirmed
 }
 
 // merge merges the later queued batch o into p; see put for forget.
@@ -210,6 +214,7 @@ func (p *pending) merge(o *pending, forget func(id string) bool) {
 	}
 	p.synced = p.synced || o.synced
 	p.rev = max(p.rev, o.rev)
+	p.confirmed = p.confirmed || o.confirmed
 }
 
 // put merges the later change c into p. If forget is set and says that a
@@ -252,7 +257,7 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 		q.mu.Lock()
 		if p := q.pop(); p != nil {
 			q.mu.Unlock()
-			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Changes: make([]nodeset.Change, 0, len(p.changes))}
+			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: make([]nodeset.Change, 0, len(p.changes))}
 			for _, c := range p.changes {
 				b.Changes = append(b.Changes, c)
 			}

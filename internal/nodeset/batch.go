@@ -50,6 +50,13 @@ type Batch struct {
 	// Rev is the etcd revision the batch reflects; 0 where the source has
 	// none (Curator).
 	Rev int64
+	// Confirmed: the source has just heard from its server that it is
+	// current. For etcd, everything up to Rev was delivered (a progress
+	// response, or events); for the Curator, whose wire has no progress,
+	// that the connection is alive. A confirmation alone is a change
+	// batch with no changes: it prints nothing, but --heartbeat reports
+	// it.
+	Confirmed bool
 }
 
 // Full reports whether b holds the complete state of the source.

@@ -1,0 +1,106 @@
+package etcdkv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/dial"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/netfault"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// fastKeepalive gives a silent connection up within 2s of its last byte,
+// so that the tests below do not wait the defaults' 8s.
+var fastKeepalive = dial.Keepalive{Time: time.Second, Timeout: time.Second}
+
+// logs collects what a Watcher logs.
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logs) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestWatcherSilentConnection: a watch whose connection goes silent (no
+// FIN, no RST: every byte dropped) notices, closes the connection, watches
+// again over a new one from the last revision + 1, and gets the next
+// change; the loss and the recovery are each logged once. Before
+// liveness, the watch waited for ever: the change never came.
+func TestWatcherSilentConnection(t *testing.T) {
+	ep := etcdtest.Start(t)
+	fwd, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(ep, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fwd.Close()
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/s/a", "1")
+	log := &logs{}
+	var mu sync.Mutex
+	var states []bool
+	src := &Source{
+		Config: Config{Endpoints: []string{"http://" + fwd.Addr()}, Keepalive: fastKeepalive},
+		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.logf, OnCurrent: func(current bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			states = append(states, current)
+		}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := handoff.New(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		q.Close(src.Run(ctx, q))
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if b := next(t, q); b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
+		t.Fatalf("initial batch: %+v", b)
+	}
+	fwd.Silence()
+	silent := time.Now()
+	rev := etcdtest.Put(t, c, "/s/b", "2")
+	// Bounded generously: the time to recover is a figure, not an assertion.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel2()
+	for {
+		b, err := q.Next(ctx2)
+		if err != nil {
+			t.Fatalf("the change made after the connection went silent never came (%v); log:\n%s", err, log)
+		}
+		if len(b.Changes) == 0 {
+			continue
+		}
+		if b.Cause != nodeset.CauseChange || len(b.Changes) != 1 || b.Changes[0].ID != "/s/b" || b.Rev != rev {
+			t.Fatalf("after the silence: %+v, want /s/b at rev %d as a change", b, rev)
+		}
+		break
+	}
+	t.Logf("recovered %v after the connection went silent", time.Since(silent).Round(time.Millisecond))
+	text := log.String()
+	if !strings.Contains(text, "the connection went silent") || !strings.Contains(text, "current again via etcd at") {
+		t.Errorf("the loss and the recovery are not both logged:\n%s", text)
+	}
+	if n := strings.Count(text, "current again"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, text)
+	}
+}
