@@ -437,7 +437,10 @@ func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard 
 			if quiet := time.Since(last); quiet >= deadline {
 				closed := 0
 				if w.Conns != nil {
-					closed = w.Conns.CloseSilent(quiet)
+					// The connection the watch used read nothing either;
+					// others that read nothing for Timeout go too (gRPC
+					// connects them again at once).
+					closed = w.Conns.CloseSilent(w.live.ka.Timeout)
 				}
 				cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), closed))
 				return

@@ -22,7 +22,7 @@ import (
 //
 // Errors: codes.Unimplemented for a filter (the Curator's CEL
 // expressions are not evaluated here), codes.Unavailable once Run has
-// returned; the stream's own context ending returns its status. Like
+// returned or while the view is not current (see Server.Register); the stream's own context ending returns its status. Like
 // Watch, GetNodes waits for Run to have read the initial state.
 func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingServer[mgmtpb.Node]) error {
 	if req.GetFilter() != "" {
@@ -32,9 +32,9 @@ func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingS
 		return err
 	}
 	s.mu.Lock()
-	if s.stopped {
+	if err := s.refusal(); err != nil {
 		s.mu.Unlock()
-		return status.Error(codes.Unavailable, errStopped.Error())
+		return err
 	}
 	recs := make([]*record, 0, s.nodes.Set().Len())
 	s.nodes.Set().Ascend(func(_ string, obj any) bool {

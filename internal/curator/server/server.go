@@ -21,6 +21,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -78,8 +80,14 @@ type ServerConfig struct {
 // blocks, and a stream that cannot keep up receives the latest state of
 // each changed node, its intermediate states merged (as the Curator's
 // Watch allows), without ever losing a deletion of a node it was sent. A record that cannot be decoded is logged with its key
-// and skipped; streams go on. While etcd is unreachable, streams stay open
-// and quiet, and catch up once it is back.
+// and skipped; streams go on. A short etcd outage goes unseen by streams:
+// they stay open and catch up. But once etcd has not confirmed the view
+// current for ServerConfig.Keepalive's Time + Timeout (a silent
+// connection, etcd down, a member without a leader), the view may be
+// wrong without anything saying so: every stream ends with
+// codes.Unavailable, so that its client moves to another replica, and
+// Watch and GetNodes refuse with codes.Unavailable until a confirmation
+// from etcd is applied; the health service says NOT_SERVING meanwhile.
 //
 // Watch and GetCurrentLeader are called by gRPC, concurrently. Watch
 // streams wait for Run to have read the initial state; once Run has
@@ -96,10 +104,19 @@ type Server struct {
 	ready chan struct{} // closed by Run once nodes holds the initial state
 	done  chan struct{} // closed by Run when it returns, after stopped is set
 
+	// health answers grpc.health.v1: SERVING only while the view is
+	// current (see setStale).
+	health *health.Server
+
 	mu      sync.Mutex        // guards the fields below
 	started bool              // Run was called
 	isReady bool              // ready is closed
 	stopped bool              // Run has returned; subscribers are closed
+	// stale: the etcd watch has not confirmed that it is current for
+	// Keepalive.Time + Keepalive.Timeout; streams are refused until a
+	// confirmation is applied. confirmedAt is when the last one was.
+	stale      bool
+	confirmedAt time.Time
 	nodes   *nodeset.Follower // *record objects
 	subs    map[*subscriber]struct{}
 
@@ -176,6 +193,10 @@ type subscriber struct {
 // errStopped ends subscribers' queues when Run returns.
 var errStopped = errors.New("curator server stopped")
 
+// errStale ends subscribers' queues when the view of etcd stops being
+// current.
+var errStale = errors.New("this replica cannot confirm that its view of etcd is current; try another")
+
 // NewServer returns a Server for cfg. Nothing happens until Run.
 func NewServer(cfg ServerConfig) *Server {
 	prefix := cfg.Prefix
@@ -185,8 +206,14 @@ func NewServer(cfg ServerConfig) *Server {
 	equal := func(_ string, a, b any) (bool, error) {
 		return a.(*record).equal(b.(*record)), nil
 	}
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) // until the initial state is read
+	for _, svc := range healthServices {
+		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
 	return &Server{
 		cfg:    cfg,
+		health: hs,
 		prefix: prefix,
 		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
@@ -195,12 +222,67 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 }
 
+// healthServices are the services whose health s reports by name, besides
+// the server as a whole (""): those that need a current view.
+var healthServices = []string{apipb.Curator_ServiceDesc.ServiceName, mgmtpb.Management_ServiceDesc.ServiceName}
+
 // Register registers s as the Curator, CuratorLocal and Management
-// service on r.
+// service on r, and the standard grpc.health.v1.Health service, which
+// answers SERVING (for "" and for the Curator and Management services)
+// only while s holds a current view of etcd.
 func (s *Server) Register(r grpc.ServiceRegistrar) {
 	apipb.RegisterCuratorServer(r, s)
 	apipb.RegisterCuratorLocalServer(r, s)
 	mgmtpb.RegisterManagementServer(r, s)
+	healthpb.RegisterHealthServer(r, s.health)
+}
+
+// setServing sets what the health service answers; s.mu must be held.
+func (s *Server) setServing(serving bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if serving {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	for _, svc := range healthServices {
+		s.health.SetServingStatus(svc, st)
+	}
+}
+
+// setStale is the etcd watcher's OnCurrent(false): the view can no
+// longer be called current, so every open stream ends with Unavailable
+// (its client moves to another replica) and new ones are refused until a
+// confirmation from etcd is applied (see apply).
+func (s *Server) setStale(current bool) {
+	if current {
+		return // apply decides, once what etcd confirmed is applied
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.stale {
+		return
+	}
+	s.stale = true
+	s.setServing(false)
+	n := len(s.subs)
+	for sub := range s.subs {
+		sub.q.Close(errStale)
+		delete(s.subs, sub)
+	}
+	deadline := s.cfg.Keepalive.Deadline()
+	s.logf("etcd has not confirmed the view current for %v: ending %d Watch stream(s) with UNAVAILABLE and refusing Watch and GetNodes until it does", deadline, n)
+}
+
+// refusal returns the status a new stream is refused with, or nil;
+// s.mu must be held.
+func (s *Server) refusal() error {
+	switch {
+	case s.stopped:
+		return status.Error(codes.Unavailable, errStopped.Error())
+	case s.stale:
+		return status.Errorf(codes.Unavailable, "%v (last confirmed %v ago)", errStale, time.Since(s.confirmedAt).Round(time.Second))
+	}
+	return nil
 }
 
 // Run reads the node records from etcd and broadcasts their changes to
@@ -256,6 +338,7 @@ func (s *Server) run(ctx context.Context) error {
 		MaxBackoff: s.cfg.MaxBackoff,
 		Keepalive:  s.cfg.Keepalive,
 		Conns:      s.cfg.EtcdConns,
+		OnCurrent:  s.setStale,
 	}
 	q := handoff.New(0)
 	var wg sync.WaitGroup
@@ -305,6 +388,15 @@ func (s *Server) apply(b nodeset.Batch) error {
 	if !s.isReady && b.Synced {
 		s.isReady = true
 		close(s.ready)
+		s.setServing(true)
+	}
+	if b.Confirmed || b.Full() {
+		if s.stale {
+			s.stale = false
+			s.setServing(true)
+			s.logf("etcd confirmed the view current at rev %d: serving Watch and GetNodes again", b.Rev)
+		}
+		s.confirmedAt = time.Now()
 	}
 	if len(changes) == 0 {
 		return nil
@@ -329,6 +421,7 @@ func (s *Server) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
+	s.health.Shutdown()
 	for sub := range s.subs {
 		sub.q.Close(errStopped)
 	}
@@ -345,8 +438,8 @@ func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return nil, status.Error(codes.Unavailable, errStopped.Error())
+	if err := s.refusal(); err != nil {
+		return nil, err
 	}
 	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
 	if id == "" {
