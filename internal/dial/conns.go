@@ -71,15 +71,34 @@ type tracking struct {
 	conns *Conns
 }
 
+// ClientHandshake tracks the connection from before its handshake, so
+// that one whose handshake gets no answer can be closed too.
 func (t *tracking) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	conn, info, err := t.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	tr := &trackedConn{Conn: raw, conns: t.conns}
+	tr.lastRead.Store(time.Now().UnixNano())
+	t.conns.add(tr)
+	conn, info, err := t.TransportCredentials.ClientHandshake(ctx, authority, tr)
 	if err != nil {
+		tr.Close()
 		return nil, nil, err
 	}
-	tc := &trackedConn{Conn: conn, conns: t.conns}
-	tc.lastRead.Store(time.Now().UnixNano())
-	t.conns.add(tc)
-	return tc, info, nil
+	if conn == net.Conn(tr) {
+		return tr, info, nil // plaintext: the handshake returned tr as it is
+	}
+	// TLS: the conn wraps tr, which keeps being tracked and read.
+	return &closing{Conn: conn, tr: tr}, info, nil
+}
+
+// closing is a connection over a tracked one that untracks it on Close.
+type closing struct {
+	net.Conn
+	tr *trackedConn
+}
+
+func (c *closing) Close() error {
+	err := c.Conn.Close()
+	c.tr.Close()
+	return err
 }
 
 func (t *tracking) Clone() credentials.TransportCredentials {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	gbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/keepalive"
 )
 
@@ -47,9 +48,20 @@ func (k Keepalive) Deadline() time.Duration {
 	return k.Time + k.Timeout
 }
 
-// DialOption returns the gRPC option that pings as k says, also while no
-// stream is open (a client between two watches must notice too).
-func (k Keepalive) DialOption() grpc.DialOption {
+// DialOptions returns the gRPC options for k: pings as k says (grpc-go
+// never pings more often than every 10s, whatever it is asked; nodewatch's
+// own probes are what meet Time), also while no stream is open; a new
+// connection that has not completed its handshake within Deadline is given
+// up (gRPC's default waits 20s on a silent one); and reconnecting backs off
+// from 100ms to at most 5s, with jitter (gRPC's default grows to 120s, so a
+// long outage would delay the recovery by minutes).
+func (k Keepalive) DialOptions() []grpc.DialOption {
 	k = k.OrDefaults()
-	return grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: k.Time, Timeout: k.Timeout, PermitWithoutStream: true})
+	return []grpc.DialOption{
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: k.Time, Timeout: k.Timeout, PermitWithoutStream: true}),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           gbackoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+			MinConnectTimeout: k.Deadline(),
+		}),
+	}
 }

@@ -72,18 +72,15 @@ func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv
 	if cfg.Conns != nil {
 		creds = cfg.Conns.Track(tr)
 	}
-	ka := cfg.Keepalive.OrDefaults()
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:            cfg.Endpoints,
 		DialTimeout:          dial,
-		DialKeepAliveTime:    ka.Time, // gRPC pings no more often than every 10s, whatever it is asked
-		DialKeepAliveTimeout: ka.Timeout,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		TLS:         cfg.TLS,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithTransportCredentials(creds)},
+		DialOptions: append(cfg.Keepalive.DialOptions(), grpc.WithTransportCredentials(creds)),
 	})
 	if err != nil {
 		return nil, connectError(ctx, cfg.Endpoints, dial, tr.last(err))

@@ -306,6 +306,17 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			err = cause
 		}
 	}()
+	// Opening the stream waits for a connection, and a new connection
+	// to a server that went silent may wait for ever: a stream that
+	// heard nothing within the deadline is given up as prove does.
+	answered := &atomic.Bool{}
+	deadline := w.live.ka.Time + w.live.ka.Timeout
+	opening := time.AfterFunc(deadline, func() {
+		if !answered.Load() {
+			cancel(fmt.Errorf("%w from etcd for %v while opening a watch: the connection went silent (%d silent connection(s) closed)", errSilent, deadline, w.closeSilent()))
+		}
+	})
+	defer opening.Stop()
 	// The call options clientv3 gives every call: wait for the
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
@@ -343,6 +354,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	for {
 		resp, err := stream.Recv()
 		if err == nil {
+			answered.Store(true)
 			now := time.Now()
 			heard.Store(now.UnixNano())
 			if d, ok := w.live.heard(now); ok {
@@ -435,14 +447,7 @@ func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard 
 		}
 		for heard.Load() == last.UnixNano() {
 			if quiet := time.Since(last); quiet >= deadline {
-				closed := 0
-				if w.Conns != nil {
-					// The connection the watch used read nothing either;
-					// others that read nothing for Timeout go too (gRPC
-					// connects them again at once).
-					closed = w.Conns.CloseSilent(w.live.ka.Timeout)
-				}
-				cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), closed))
+				cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
 				return
 			}
 			if err := stream.Send(progress); err != nil {
@@ -453,6 +458,17 @@ func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard 
 			}
 		}
 	}
+}
+
+// closeSilent closes Client's connections that read nothing for
+// Keepalive.Timeout, and returns how many: the connection a silent watch
+// used read nothing either, and others that read nothing for that long
+// are no loss (gRPC connects them again at once).
+func (w *Watcher) closeSilent() int {
+	if w.Conns == nil {
+		return 0
+	}
+	return w.Conns.CloseSilent(w.live.ka.Timeout)
 }
 
 // liveness is what a Watcher knows of being current, across the streams

@@ -246,11 +246,11 @@ func (c *Client) dialOptions() []grpc.DialOption {
 	if creds == nil {
 		creds = insecure.NewCredentials()
 	}
-	return append([]grpc.DialOption{
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvSize)),
-		c.Keepalive.DialOption(),
-	}, c.DialOptions...)
+	}, c.Keepalive.DialOptions()...)
+	return append(opts, c.DialOptions...)
 }
 
 func (c *Client) request() *apipb.WatchRequest {
