@@ -92,6 +92,17 @@ var ErrUnavailable = errors.New("unavailable")
 // node, stayed open for Settle. Until the first one is, Run gives up with
 // ErrUnavailable after DialTimeout.
 //
+// # Liveness
+//
+// A connection can go silent (every byte dropped, nothing closed) without
+// either end noticing. So while a stream is quiet for Keepalive.Time, its
+// connection is probed with CuratorLocal.GetCurrentLeader (every second
+// until something answers); a stream that heard nothing, not even an
+// answer to a probe, for Keepalive.Time + Keepalive.Timeout is given up as
+// broken (logged; reconnect as below). Each answer to a probe is handed
+// over as a Confirmed batch, which prints nothing. gRPC's own keepalive
+// pings (at most every 10s) back this up on every connection.
+//
 // # Health
 //
 // The Watch stream has no health; Management.GetNodes has. With
@@ -147,6 +158,10 @@ type Client struct {
 	// Keepalive says how often a connection must prove that it is alive
 	// (see "Liveness" above); zero fields take the defaults.
 	Keepalive dial.Keepalive
+	// ConfirmEvery, if positive and shorter than Keepalive.Time, is how
+	// long a quiet stream waits before its connection is probed (for
+	// --heartbeat).
+	ConfirmEvery time.Duration
 }
 
 // Run watches until ctx ends or a fatal error occurs, putting batches into
@@ -197,6 +212,7 @@ func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
 		}
 		if r.established.Load() > before {
 			bo.Reset() // this was a working stream: a fresh failure
+			r.lostAt.CompareAndSwap(0, time.Now().UnixNano())
 		}
 		d := bo.Next()
 		c.logf("curator %s: %v; reconnecting to %s in %v", target, plain(err), c.Endpoints[(i+1)%len(c.Endpoints)], d)
@@ -296,6 +312,9 @@ type clientRun struct {
 
 	established atomic.Int64 // streams established so far
 	handedFull  atomic.Bool  // a full batch was handed over: the next is a resync
+	// lostAt: unix nanoseconds when the last established stream broke,
+	// until the next one is established (0: none broken since).
+	lostAt atomic.Int64
 }
 
 func (r *clientRun) unavailable(lastErr error) error {
@@ -349,14 +368,25 @@ func (r *clientRun) watch(ctx context.Context, target string) (leader string, er
 	if err := waitReady(ctx, conn, r.c.connectTimeout()); err != nil {
 		return "", err
 	}
-	stream, err := apipb.NewCuratorClient(conn).Watch(ctx, r.c.request())
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stream, err := apipb.NewCuratorClient(conn).Watch(sctx, r.c.request())
 	if err == nil {
 		var est atomic.Bool
+		var wg sync.WaitGroup
+		heard := &atomic.Int64{} // when the stream or a probe last heard from the server
+		heard.Store(time.Now().UnixNano())
+		wg.Go(func() { r.prove(sctx, conn, target, heard, cancel) })
 		if r.c.NodeID == "" {
-			err = r.recvNodes(stream, &est)
+			err = r.recvNodes(stream, &est, heard)
 		} else {
-			err = r.recvNode(stream, &est)
+			err = r.recvNode(stream, &est, heard)
 		}
+		cancel(nil)
+		wg.Wait()
+	}
+	if cause := context.Cause(sctx); errors.Is(cause, errSilent) && ctx.Err() == nil {
+		return "", cause
 	}
 	if ctx.Err() != nil {
 		return "", err
@@ -425,17 +455,90 @@ func currentLeader(ctx context.Context, conn *grpc.ClientConn, timeout time.Dura
 func (r *clientRun) establish(est *atomic.Bool) {
 	if est.CompareAndSwap(false, true) {
 		r.established.Add(1)
+		if lost := r.lostAt.Swap(0); lost != 0 {
+			r.c.logf("curator: watching again after %v without a working stream", time.Since(time.Unix(0, lost)).Round(time.Millisecond))
+		}
 	}
 }
 
+// errSilent is wrapped by the error that ends a stream whose server
+// answered nothing, not even a probe, for Keepalive.Time +
+// Keepalive.Timeout.
+var errSilent = errors.New("no answer")
+
+// prove keeps a stream on conn proving that its server is alive, until
+// ctx ends: once it has heard nothing for Keepalive.Time (or the
+// Client's ConfirmEvery, if shorter), it asks the server
+// (CuratorLocal.GetCurrentLeader, on the same connection, which every
+// Curator node serves: any answer will do, an error status included, as
+// it proves that the connection carries bytes) every second; an answer
+// is handed over as a Confirmed batch. When Keepalive.Time +
+// Keepalive.Timeout pass without hearing anything, it ends the stream
+// through cancel with errSilent. The Curator wire has no progress, so
+// this confirms the connection, not the view.
+func (r *clientRun) prove(ctx context.Context, conn *grpc.ClientConn, target string, heard *atomic.Int64, cancel context.CancelCauseFunc) {
+	ka := r.c.Keepalive.OrDefaults()
+	every := ka.Time
+	if r.c.ConfirmEvery > 0 {
+		every = min(every, r.c.ConfirmEvery)
+	}
+	deadline := ka.Time + ka.Timeout
+	for {
+		last := heard.Load()
+		if backoff.Sleep(ctx, time.Until(time.Unix(0, last).Add(every))) != nil {
+			return
+		}
+		for heard.Load() == last {
+			quiet := time.Since(time.Unix(0, last))
+			if quiet >= deadline {
+				cancel(fmt.Errorf("%w from %s for %v, not even to a probe: the connection went silent", errSilent, target, quiet.Round(time.Millisecond)))
+				return
+			}
+			wait := min(time.Second, deadline-quiet)
+			pctx, pcancel := context.WithTimeout(ctx, wait)
+			err := probe(pctx, conn)
+			pcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				heard.CompareAndSwap(last, time.Now().UnixNano())
+				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
+				break
+			}
+			if err := backoff.Sleep(ctx, time.Until(time.Now().Add(wait))); err != nil && ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// probe asks conn's server for the leader and reports whether it answered
+// at all: nil for an answer, an error status included, that came over the
+// connection.
+func probe(ctx context.Context, conn *grpc.ClientConn) error {
+	st, err := apipb.NewCuratorLocalClient(conn).GetCurrentLeader(ctx, &apipb.GetCurrentLeaderRequest{})
+	if err == nil {
+		_, err = st.Recv()
+	}
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return err
+	}
+	return nil // the server answered, if only with an error
+}
+
 // recvNodes follows a nodes_in_cluster stream until it breaks.
-func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool) error {
+func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool, heard *atomic.Int64) error {
 	backlog := map[string]nodeset.Change{} // nil once handed over
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
 			return recvError(err)
 		}
+		heard.Store(time.Now().UnixNano())
 		r.establish(est)
 		changes := r.changes(ev, "")
 		if backlog == nil {
@@ -463,7 +566,7 @@ func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool
 
 // recvNode follows a node_in_cluster stream until it breaks; see Client
 // for how its first batch is decided.
-func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool) error {
+func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool, heard *atomic.Int64) error {
 	var (
 		// mu orders the settle timer's batch with the stream's, and
 		// guards first and over.
@@ -492,6 +595,7 @@ func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool)
 		if err != nil {
 			return recvError(err)
 		}
+		heard.Store(time.Now().UnixNano())
 		changes := r.changes(ev, r.c.NodeID)
 		mu.Lock()
 		if first {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/netfault"
+)
+
+// The liveness tests give a silent connection up after 2s of silence
+// (the defaults: 8s), and wait for the change made after the silence for
+// up to recoverBound: the time to recover is a figure for RELIABILITY.md
+// (make faults), not an assertion. Before nodewatch proved its
+// connections alive, each of them waited for ever.
+var fastKeepalive = []string{"--keepalive-time", "1s", "--keepalive-timeout", "1s"}
+
+const recoverBound = 60 * time.Second
+
+// forward starts a forwarder to target (host:port, or an http:// URL)
+// that lives as long as the test.
+func forward(t *testing.T, target string) *netfault.Forwarder {
+	t.Helper()
+	f, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(target, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// waitLine waits up to recoverBound for a stdout line holding every one
+// of subs, and returns how long it took.
+func (p *proc) waitLine(t *testing.T, subs ...string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := time.After(recoverBound)
+	for {
+		select {
+		case line := <-p.lines:
+			ok := true
+			for _, s := range subs {
+				ok = ok && strings.Contains(line, s)
+			}
+			if ok {
+				return time.Since(start)
+			}
+		case <-p.done:
+			t.Fatalf("nodewatch ended (exit %d) before a line with %q; stderr:\n%s", p.code, subs, p.stderr)
+		case <-deadline:
+			t.Fatalf("no line with %q within %v; stderr:\n%s", subs, recoverBound, p.stderr)
+		}
+	}
+}
+
+// TestKeySilentConnection: `key` whose connection to etcd goes silent
+// prints the next change, and says on stderr that it lost the connection
+// and when it was current again.
+func TestKeySilentConnection(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/s/a", `"1"`)
+	fwd := forward(t, ep)
+	p := start(t, append([]string{"key", "--prefix", "/s/", "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
+	p.batch(t)
+	fwd.Silence()
+	etcdtest.Put(t, c, "/s/b", `"2"`)
+	d := p.waitLine(t, `"type":"new"`, `"id":"/s/b"`)
+	t.Logf("the change came %v after the connection went silent", d.Round(time.Millisecond))
+	waitStderr(t, p, "the connection went silent")
+	waitStderr(t, p, "current again via etcd at")
+}
+
+// TestNodesSilentConnection: `nodes` and `node ID` whose connection to
+// serve goes silent print the next change.
+func TestNodesSilentConnection(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	addr, _ := serve(t, ep)
+	for _, args := range [][]string{{"nodes"}, {"node", "metropolis-" + idA}} {
+		t.Run(args[0], func(t *testing.T) {
+			fwd := forward(t, addr)
+			p := start(t, append(append(args, "--curator", fwd.Addr()), fastKeepalive...)...)
+			p.batch(t)
+			fwd.Silence()
+			putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+			d := p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
+			t.Logf("the change came %v after the connection went silent", d.Round(time.Millisecond))
+			waitStderr(t, p, "the connection went silent")
+			waitStderr(t, p, "watching again after")
+			putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1")) // for the next subtest
+			p.waitLine(t, `"type":"updated"`, `NODE_STATE_NEW`)
+		})
+	}
+}
+
+// TestServeSilentEtcd: when serve's connection to etcd goes silent, its
+// clients still get the next change: serve ends their streams with
+// UNAVAILABLE once it cannot confirm its view, reconnects to etcd, and
+// serves the view again, which they take as a resync.
+func TestServeSilentEtcd(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	fwd := forward(t, ep)
+	srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
+	p := start(t, "nodes", "--curator", addr)
+	p.batch(t)
+	fwd.Silence()
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	d := p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
+	t.Logf("the change came %v after serve's etcd connection went silent", d.Round(time.Millisecond))
+	waitStderr(t, srv, "ending 1 Watch stream(s) with UNAVAILABLE")
+	waitStderr(t, srv, "serving Watch and GetNodes again")
+}
+
+// TestNodesMovesToHealthyReplica: with two --curator endpoints, a client
+// of a replica that lost etcd moves to the other one and gets the change
+// made meanwhile, although the first replica's etcd stays unreachable.
+func TestNodesMovesToHealthyReplica(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	fwd := forward(t, ep)
+	_, cutOff := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
+	_, healthy := startServe(t, nil, "--etcd", ep)
+	p := start(t, "nodes", "--curator", cutOff+","+healthy)
+	p.batch(t)
+	fwd.Block()
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
+	waitStderr(t, p, "curator "+cutOff+":", "reconnecting to "+healthy)
+}
