@@ -73,8 +73,8 @@ func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv
 		creds = cfg.Conns.Track(tr)
 	}
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:            cfg.Endpoints,
-		DialTimeout:          dial,
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: dial,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		TLS:         cfg.TLS,

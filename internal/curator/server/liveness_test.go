@@ -125,4 +125,3 @@ func waitHealth(t *testing.T, hc healthpb.HealthClient, svc string, want healthp
 		}
 	}
 }
-

@@ -108,17 +108,17 @@ type Server struct {
 	// current (see setStale).
 	health *health.Server
 
-	mu      sync.Mutex        // guards the fields below
-	started bool              // Run was called
-	isReady bool              // ready is closed
-	stopped bool              // Run has returned; subscribers are closed
+	mu      sync.Mutex // guards the fields below
+	started bool       // Run was called
+	isReady bool       // ready is closed
+	stopped bool       // Run has returned; subscribers are closed
 	// stale: the etcd watch has not confirmed that it is current for
 	// Keepalive.Time + Keepalive.Timeout; streams are refused until a
 	// confirmation is applied. confirmedAt is when the last one was.
-	stale      bool
+	stale       bool
 	confirmedAt time.Time
-	nodes   *nodeset.Follower // *record objects
-	subs    map[*subscriber]struct{}
+	nodes       *nodeset.Follower // *record objects
+	subs        map[*subscriber]struct{}
 
 	// eventLimit, if set, replaces curator.MaxEventSize (a test hook).
 	eventLimit int
