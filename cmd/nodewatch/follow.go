@@ -32,6 +32,7 @@ func watchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
+		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
 	}
 }
 
@@ -47,6 +48,7 @@ type watchOptions struct {
 	format                stream.Format
 	timestamps            bool
 	dialTimeout           time.Duration
+	heartbeat             time.Duration // 0: none
 	// list: --until sees an array of objects (else one object or null).
 	list bool
 	// summary is what -o text shows of an object; nil shows it all.
@@ -56,6 +58,9 @@ type watchOptions struct {
 	changeRoot doc.Path
 	// target names what is watched in messages, e.g. "curator at a,b".
 	target string
+	// confirms names what the source's confirmations confirm, for
+	// --heartbeat: "watch" (etcd) or "connection" (Curator).
+	confirms string
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -71,6 +76,10 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		changesOnly: c.Bool("changes-only"),
 		timestamps:  c.Bool("timestamps"),
 		dialTimeout: c.Duration("dial-timeout"),
+		heartbeat:   c.Duration("heartbeat"),
+	}
+	if o.heartbeat < 0 || (c.IsSet("heartbeat") && o.heartbeat < 100*time.Millisecond) {
+		return nil, usagef("--heartbeat: must be at least 100ms, got %v", o.heartbeat)
 	}
 	f, err := stream.ParseFormat(c.String("output"))
 	if err != nil {
@@ -175,9 +184,11 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 			ChangeRoot:    o.changeRoot,
 			Width:         terminalWidth(e.stdout),
 		},
-		Logf:     e.logf,
-		Hangup:   func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },
-		Progress: meter,
+		Logf:      e.logf,
+		Hangup:    func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },
+		Progress:  meter,
+		Heartbeat: o.heartbeat,
+		Confirms:  o.confirms,
 	})
 	switch res.Stop {
 	case watch.GoalMet, watch.OutputClosed:

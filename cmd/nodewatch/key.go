@@ -103,6 +103,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 		}
 	}
 	o.list = o.prefix
+	o.confirms = "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.changeRoot = doc.Path{"value"} // the revisions change with every update
 	o.summary = o.textSummary
@@ -189,6 +190,8 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 			Also:   o.also,
 			Decode: o.decoder(e),
 			Logf:   e.logf,
+			// Confirmations at least twice a heartbeat.
+			ConfirmEvery: o.heartbeat / 2,
 		},
 	})
 }

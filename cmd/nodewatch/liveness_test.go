@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +139,72 @@ func TestNodesMovesToHealthyReplica(t *testing.T) {
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
 	waitStderr(t, p, "curator "+cutOff+":", "reconnecting to "+healthy)
+}
+
+// heartbeatLine is a heartbeat as printed.
+type heartbeatLine struct {
+	Type      string `json:"type"`
+	Confirmed string `json:"confirmed"`
+	Rev       int64  `json:"rev"`
+}
+
+// nextHeartbeat returns the next heartbeat line; other lines fail the test.
+func (p *proc) nextHeartbeat(t *testing.T) heartbeatLine {
+	t.Helper()
+	var hb heartbeatLine
+	line := p.next(t)
+	if err := json.Unmarshal([]byte(line), &hb); err != nil || hb.Type != "heartbeat" {
+		t.Fatalf("want a heartbeat, got %s (%v)", line, err)
+	}
+	return hb
+}
+
+// TestKeyHeartbeat: `key --heartbeat` prints heartbeats while nothing
+// changes, each at a revision etcd confirmed: writes elsewhere in etcd
+// move it on (a timer alone would repeat the last printed revision), and
+// it never goes backwards.
+func TestKeyHeartbeat(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	etcdtest.Put(t, c, "/h/a", `"1"`)
+	p := start(t, "key", "--prefix", "/h/", "--etcd", ep, "--heartbeat", "300ms")
+	p.batch(t)
+	var last int64
+	for i := range 6 {
+		rev := etcdtest.Put(t, c, fmt.Sprintf("/elsewhere/%d", i), "x") // not watched
+		for {
+			hb := p.nextHeartbeat(t)
+			if hb.Confirmed != "watch" {
+				t.Fatalf("heartbeat %+v: want confirmed \"watch\"", hb)
+			}
+			if hb.Rev < last {
+				t.Fatalf("heartbeat rev %d after %d: went backwards", hb.Rev, last)
+			}
+			last = hb.Rev
+			if hb.Rev > rev {
+				t.Fatalf("heartbeat rev %d: etcd is only at %d", hb.Rev, rev)
+			}
+			if hb.Rev == rev {
+				break // confirmed by etcd after the write
+			}
+		}
+	}
+}
+
+// TestNodesHeartbeat: `nodes --heartbeat` prints heartbeats that say the
+// connection was confirmed (the Curator wire has no revisions).
+func TestNodesHeartbeat(t *testing.T) {
+	t.Parallel()
+	ep := etcdtest.Start(t)
+	c := etcdtest.Client(t, ep)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	addr, _ := serve(t, ep)
+	p := start(t, "nodes", "--curator", addr, "--heartbeat", "300ms")
+	p.batch(t)
+	for range 3 {
+		if hb := p.nextHeartbeat(t); hb.Confirmed != "connection" || hb.Rev != 0 {
+			t.Fatalf("heartbeat %+v: want confirmed \"connection\", no rev", hb)
+		}
+	}
 }

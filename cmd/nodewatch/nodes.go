@@ -125,6 +125,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 		}
 	}
 	o.list = nodeID == ""
+	o.confirms = "connection"
 	o.target = "curator at " + strings.Join(o.endpoints, ",")
 	o.summary = nodeSummary
 	return o, nil
@@ -140,6 +141,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 
 		HealthInterval: o.health,
 		Keepalive:      o.keepalive,
+		ConfirmEvery:   o.heartbeat / 2,
 	}
 	err := follow(ctx, e, o.watchOptions, src)
 	if o.metroctlDefault != "" && errors.Is(err, client.ErrUnavailable) {

@@ -20,6 +20,10 @@ const (
 	Deleted
 	// BatchDone: the end of a batch.
 	BatchDone
+	// Heartbeat: nothing was printed for a while, and the source has
+	// just confirmed that it is current (--heartbeat). The Follower
+	// never emits it; the run that prints does.
+	Heartbeat
 )
 
 // String returns the name printed in the event's type field.
@@ -33,6 +37,8 @@ func (t EventType) String() string {
 		return "deleted"
 	case BatchDone:
 		return "batch_done"
+	case Heartbeat:
+		return "heartbeat"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
@@ -49,6 +55,11 @@ type Event struct {
 	Object any    // New, Updated: the state now
 	Prev   any    // Updated, Deleted: the state printed before
 	Rev    int64  // the etcd revision reflected; 0 when unknown
+
+	// Heartbeat only: what the source confirmed, "watch" (etcd: every
+	// change up to Rev was delivered) or "connection" (the Curator wire
+	// has no progress: only that the server answers).
+	Confirmed string
 
 	// BatchDone only.
 	Batch  int

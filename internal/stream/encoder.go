@@ -99,6 +99,10 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	b.WriteString(ev.Type.String())
 	b.WriteByte('"')
 	switch ev.Type {
+	case nodeset.Heartbeat:
+		b.WriteString(`,"confirmed":"`)
+		b.WriteString(ev.Confirmed)
+		b.WriteByte('"')
 	case nodeset.BatchDone:
 		b.WriteString(`,"batch":`)
 		b.WriteString(strconv.Itoa(ev.Batch))
@@ -158,7 +162,7 @@ func (e *Encoder) write(out []byte, ev nodeset.Event) error {
 		e.err = err
 		return err
 	}
-	if ev.Type == nodeset.BatchDone || e.opts.FlushEachLine {
+	if ev.Type == nodeset.BatchDone || ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine {
 		return e.Flush()
 	}
 	return nil
@@ -191,6 +195,16 @@ const (
 func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 	b.WriteString(e.opts.Now().Format("15:04:05"))
 	b.WriteByte(' ')
+	if ev.Type == nodeset.Heartbeat {
+		e.color(b, ansiDim)
+		if ev.Rev != 0 {
+			fmt.Fprintf(b, "heartbeat: %s confirmed current at rev %d", ev.Confirmed, ev.Rev)
+		} else {
+			fmt.Fprintf(b, "heartbeat: %s confirmed alive", ev.Confirmed)
+		}
+		e.color(b, ansiReset)
+		return
+	}
 	if ev.Type == nodeset.BatchDone {
 		e.color(b, ansiDim)
 		fmt.Fprintf(b, "batch %d (%s): %d new, %d updated, %d deleted", ev.Batch, ev.Cause, ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted)

@@ -103,6 +103,14 @@ type Options struct {
 	// Progress, if set, hears how full listings advance (the source's, or
 	// the pages of --once) and shows it; Run runs it while the run lasts.
 	Progress *progress.Meter
+	// Heartbeat > 0: when nothing was printed for Heartbeat, print a
+	// heartbeat line, if the source confirmed within the last Heartbeat
+	// that it is current (a Confirmed batch); it names Confirms as what
+	// was confirmed, and the newest revision confirmed (never lower than
+	// one printed before). No confirmation, no heartbeat: its absence is
+	// the news. The source must confirm at least every Heartbeat/2.
+	Heartbeat time.Duration
+	Confirms  string
 }
 
 // goal describes what ends the run successfully, "" if nothing does.
@@ -301,6 +309,11 @@ type run struct {
 	// What abandon reports; res keeps the same counts.
 	received        atomic.Bool
 	events, batches atomic.Int64
+
+	// For Heartbeat: when a line was last printed, when the source last
+	// confirmed it is current, and the newest revision it confirmed.
+	lastPrint, confirmedAt time.Time
+	confirmedRev           int64
 }
 
 // abandon is the Result of a run whose reader of the batches is blocked
@@ -312,7 +325,13 @@ func (r *run) abandon() (Result, error) {
 
 func (r *run) loop(q *handoff.Queue) (Result, error) {
 	for {
-		b, err := q.Next(r.ctx)
+		b, err := r.next(q)
+		if errors.Is(err, errHeartbeat) {
+			if err := r.heartbeat(); err != nil {
+				return r.end(err)
+			}
+			continue
+		}
 		if err == nil && r.ctx.Err() != nil {
 			err = r.ctx.Err() // queued batches wait in vain once the run has to end
 		}
@@ -322,6 +341,10 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		}
 		r.res.Received = true
 		r.received.Store(true)
+		if b.Confirmed {
+			r.confirmedAt = time.Now()
+			r.confirmedRev = max(r.confirmedRev, b.Rev)
+		}
 		changed, err := r.apply(b)
 		if errors.Is(err, errGoalMet) {
 			return r.goalMet()
@@ -345,6 +368,42 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			}
 		}
 	}
+}
+
+// errHeartbeat: Heartbeat passed without a batch (from next).
+var errHeartbeat = errors.New("heartbeat due")
+
+// next waits for the next batch, and, with Heartbeat, returns
+// errHeartbeat once nothing was printed for Heartbeat.
+func (r *run) next(q *handoff.Queue) (nodeset.Batch, error) {
+	if r.o.Heartbeat <= 0 {
+		return q.Next(r.ctx)
+	}
+	if r.lastPrint.IsZero() {
+		r.lastPrint = time.Now()
+	}
+	ctx, cancel := context.WithDeadline(r.ctx, r.lastPrint.Add(r.o.Heartbeat))
+	defer cancel()
+	b, err := q.Next(ctx)
+	if err != nil && r.ctx.Err() == nil && ctx.Err() != nil {
+		return b, errHeartbeat
+	}
+	return b, err
+}
+
+// heartbeat prints a heartbeat if the source confirmed within the last
+// Heartbeat that it is current; either way, the next is due Heartbeat
+// later.
+func (r *run) heartbeat() error {
+	now := time.Now()
+	r.lastPrint = now
+	if r.confirmedAt.IsZero() || now.Sub(r.confirmedAt) > r.o.Heartbeat {
+		return nil
+	}
+	if err := r.enc.Encode(nodeset.Event{Type: nodeset.Heartbeat, Confirmed: r.o.Confirms, Rev: r.confirmedRev}); err != nil {
+		return err
+	}
+	return r.enc.Flush()
 }
 
 // apply prints what b changes and reports whether the view changed.
@@ -373,6 +432,7 @@ func (r *run) print(ev nodeset.Event) error {
 	if err := r.enc.Encode(ev); err != nil {
 		return err
 	}
+	r.lastPrint = time.Now()
 	if r.o.Count > 0 && r.res.Events >= r.o.Count {
 		return errGoalMet
 	}

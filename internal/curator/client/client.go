@@ -503,7 +503,9 @@ func (r *clientRun) prove(ctx context.Context, conn *grpc.ClientConn, target str
 			}
 			if err == nil {
 				heard.CompareAndSwap(last, time.Now().UnixNano())
-				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
+				if r.handedFull.Load() { // a confirmation must not come before the first state
+					r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
+				}
 				break
 			}
 			if err := backoff.Sleep(ctx, time.Until(time.Now().Add(wait))); err != nil && ctx.Err() != nil {
