@@ -13,10 +13,12 @@
 //     give them;
 //   - keepalive pings (Keepalive), so that a connection that goes silent
 //     is noticed and replaced, and the connections a watch can close when
-//     it found them silent (Conns).
+//     it found them silent (Conns), and gRPC's own reconnects of a
+//     connection backed off from 100ms to 5s with jitter
+//     (Keepalive.DialOptions).
 //
-// Reconnecting is the callers' (they know when a stream broke), with
-// package backoff's capped, jittered waits.
+// Watching again after a broken stream is the callers' (they know when
+// one broke), with package backoff's capped, jittered waits.
 package dial
 
 import (
