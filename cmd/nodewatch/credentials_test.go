@@ -486,9 +486,9 @@ func TestTLSFailures(t *testing.T) {
 		{"nodes: key of another certificate", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", cert, "--key", strangerKey}, exitUsage,
 			[]string{"--cert " + cert + " and --key " + strangerKey + " do not belong together: the key is not the certificate's"}},
 		{"nodes: a certificate for a key", []string{"nodes", "--curator", curatorAddr, "--cert", key, "--key", key}, exitUsage,
-			[]string{"--cert " + key + ": tls: "}},
+			[]string{"--cert " + key + ": no PEM certificate in it"}},
 		{"nodes: no such CA file", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file + ".missing"}, exitUsage,
-			[]string{"--cacert: open " + ca.file + ".missing: no such file or directory"}},
+			[]string{"--cacert " + ca.file + ".missing: no such file or directory"}},
 
 		// etcd.
 		{"key: server not signed by --cacert", append([]string{"key", "--etcd", etcdAddr, "/x", "--cacert", other.file}, mine...), exitUnavailable,

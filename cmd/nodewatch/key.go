@@ -227,12 +227,12 @@ func parseEtcdOptions(c *cli.Context, e *env) (etcdkv.Config, error) {
 	switch {
 	case plain != "" && secure != "":
 		return o, usagef("--etcd: %s is plaintext and %s is TLS: give all endpoints one scheme (or HOST:PORT)", plain, secure)
-	case plain != "" && ct.config != nil:
+	case plain != "" && ct.Config != nil:
 		return o, usagef("--etcd %s: http:// is plaintext, but the TLS flags ask for TLS: use https:// or HOST:PORT", plain)
-	case secure != "" && ct.config == nil:
-		ct.config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
+	case secure != "" && ct.Config == nil:
+		ct.Config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
 	}
-	o.TLS, o.Credentials = ct.config, ct.etcdCredentials()
+	o.TLS = &ct.TLS
 	if o.Keepalive, err = parseKeepalive(c); err != nil {
 		return o, err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
@@ -22,7 +21,7 @@ import (
 type nodesOptions struct {
 	*watchOptions
 	endpoints []string
-	creds     credentials.TransportCredentials
+	tls       *dial.TLS
 	// metroctlDefault: the credentials are metroctl's, found in this
 	// directory without a flag naming it.
 	metroctlDefault string
@@ -115,7 +114,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	if err != nil {
 		return nil, err
 	}
-	o.creds, o.metroctlDefault = ct.curatorCredentials(), ct.metroctlDefault
+	o.tls, o.metroctlDefault = &ct.TLS, ct.metroctlDefault
 	if o.keepalive, err = parseKeepalive(c); err != nil {
 		return nil, err
 	}
@@ -134,7 +133,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 	src := &client.Client{
 		Endpoints:   o.endpoints,
-		Credentials: o.creds,
+		TLS:         o.tls,
 		NodeID:      o.nodeID,
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,

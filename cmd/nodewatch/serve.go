@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"math"
 	"net"
@@ -28,7 +29,7 @@ type serveOptions struct {
 	prefix      string
 	nodeID      string
 	insecure    bool
-	tls         *serverTLS // nil: plaintext
+	tls         *dial.ServerTLS // nil: plaintext
 	dialTimeout time.Duration
 	limits      server.Limits
 
@@ -151,7 +152,7 @@ func isLoopback(host string) bool {
 
 // serverTLSFlags reads the files of --listen-cert, --listen-key and
 // --listen-cacert; nil for plaintext.
-func serverTLSFlags(c *cli.Context) (*serverTLS, error) {
+func serverTLSFlags(c *cli.Context) (*dial.ServerTLS, error) {
 	cert, key, ca := c.String("listen-cert"), c.String("listen-key"), c.String("listen-cacert")
 	if cert == "" && key == "" && ca == "" {
 		return nil, nil
@@ -159,7 +160,7 @@ func serverTLSFlags(c *cli.Context) (*serverTLS, error) {
 	if cert == "" || key == "" {
 		return nil, usagef("--listen-cert and --listen-key go together")
 	}
-	t, err := loadServerTLS(cert, key, ca)
+	t, err := dial.LoadServerTLS(dial.File{Flag: "--listen-cert", Path: cert}, dial.File{Flag: "--listen-key", Path: key}, dial.File{Flag: "--listen-cacert", Path: ca})
 	if err != nil {
 		return nil, &usageError{err}
 	}
@@ -176,9 +177,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		reloads = c
 	}
 	if o.tls != nil {
-		if p := validityProblem(o.tls.leaf(), time.Now()); p != "" {
-			e.logf("warning: --listen-cert %s: %s; clients will refuse it", o.tls.certFile, p)
-		}
+		warnValidity(e, o.tls)
 	}
 	if o.dev {
 		fleet, err := devfleet.Start(ctx, devfleet.Config{
@@ -210,7 +209,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	})
 	opts := o.limits.ServerOptions()
 	if o.tls != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(o.tls.config())))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(o.tls.Config())))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -241,22 +240,32 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 
 // reloadTLS reads serve's TLS files again on request, and logs what came
 // of it.
-func reloadTLS(e *env, t *serverTLS) {
+func reloadTLS(e *env, t *dial.ServerTLS) {
 	if t == nil {
 		e.logf("reload requested: serving plaintext, nothing to reload")
 		return
 	}
-	leaf, err := t.reload()
+	leaf, err := t.Reload()
 	if err != nil {
-		e.logf("reload failed, keeping the certificate %s: %v", describeCert(t.leaf()), err)
+		e.logf("reload failed, keeping the certificate %s: %v", describeCert(t.Leaf()), err)
 		return
 	}
-	files := t.certFile + " (key " + t.keyFile
-	if t.caFile != "" {
-		files += ", client CAs " + t.caFile
+	files := t.Cert.Path + " (key " + t.Key.Path
+	if t.ClientCA.Path != "" {
+		files += ", client CAs " + t.ClientCA.Path
 	}
 	e.logf("reloaded certificate %s): %s", files, describeCert(leaf))
-	if p := validityProblem(leaf, time.Now()); p != "" {
-		e.logf("warning: --listen-cert %s: %s; clients will refuse it", t.certFile, p)
+	warnValidity(e, t)
+}
+
+// warnValidity warns when clients would refuse the certificate t serves.
+func warnValidity(e *env, t *dial.ServerTLS) {
+	if p := dial.ValidityProblem(t.Leaf(), time.Now()); p != "" {
+		e.logf("warning: %s: %s; clients will refuse it", t.Cert, p)
 	}
+}
+
+// describeCert names a certificate in a log line.
+func describeCert(c *x509.Certificate) string {
+	return fmt.Sprintf("%q, serial %s, expires %s", c.Subject.String(), c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
 }

@@ -22,9 +22,9 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
@@ -60,7 +60,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"key and certificate swapped", []string{"--listen-cert", key, "--listen-key", cert}, "--listen-cert " + key + ": no PEM certificate in it"},
 		{"missing key", []string{"--listen-cert", cert, "--listen-key", missing}, "--listen-key " + missing + ": no such file or directory"},
 		{"key not PEM", []string{"--listen-cert", cert, "--listen-key", garbage}, "--listen-key " + garbage + ": no PEM private key in it"},
-		{"key of another certificate", []string{"--listen-cert", cert, "--listen-key", otherKey}, "--listen-key " + otherKey + ": does not match the certificate in " + cert},
+		{"key of another certificate", []string{"--listen-cert", cert, "--listen-key", otherKey}, "--listen-cert " + cert + " and --listen-key " + otherKey + " do not belong together: the key is not the certificate's"},
 		{"missing client CA", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", missing}, "--listen-cacert " + missing + ": no such file or directory"},
 		{"client CA not PEM", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", garbage}, "--listen-cacert " + garbage + ": no PEM certificate in it"},
 		{"client CA is a key", []string{"--listen-cert", cert, "--listen-key", key, "--listen-cacert", key}, "--listen-cacert " + key + ": no PEM certificate in it"},
@@ -193,7 +193,7 @@ func TestServeReloadCertificate(t *testing.T) {
 		install(t, strayKey, keyFile)
 		hup <- syscall.SIGHUP
 		waitStderr(t, p, "reload failed, keeping the certificate \"CN=server-v2\", serial ",
-			": --listen-key "+keyFile+": does not match the certificate in "+certFile)
+			": --listen-cert "+certFile+" and --listen-key "+keyFile+" do not belong together: the key is not the certificate's")
 		if got := handshakeCN(t, addr, client); got != "server-v2" {
 			t.Fatalf("after a failed reload, a new connection sees %q, want server-v2", got)
 		}
@@ -452,7 +452,7 @@ func operatorTLS(t *testing.T, caFile, cert, key string) *tls.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return curator.ClientTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{kp}})
+	return dial.CuratorTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{kp}})
 }
 
 // handshakeCN connects to addr anew and returns the common name of the

@@ -3,9 +3,10 @@
 // versionpb, generated from proto/), the facts of the wire (DefaultPort,
 // MaxEventSize), node records as `serve` reads them from etcd
 // (DefaultPrefix, DecodeRecord, EncodeRecord), the printed form of a node
-// (Object), the certificate check a Metropolis client needs (ClientTLS),
-// and the owner credentials metroctl keeps (LoadMetroctlOwner,
-// LoadMetroctlCA).
+// (Object), and the owner credentials metroctl keeps (LoadMetroctlOwner,
+// LoadMetroctlCA, DefaultMetroctlDir; read with dial's PEM loader). The
+// certificate check a Metropolis client needs is dial.CuratorTLS: dial
+// opens every connection.
 //
 // The client, the source behind `nodewatch nodes` and `nodewatch node ID`,
 // is package client; the server, `nodewatch serve`, is package server.

@@ -4,10 +4,11 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/nodewatch/nodewatch/internal/dial"
 )
 
 // The files of metroctl's configuration directory that hold an owner's
@@ -29,8 +30,8 @@ const MetroctlKeyType = "METROPOLIS INITIAL OWNER PRIVATE KEY"
 // with it: missing, unreadable, not PEM, a block of the wrong type, a key
 // of the wrong length, or a key that is not the certificate's.
 func LoadMetroctlOwner(dir string) (tls.Certificate, error) {
-	keyFile := filepath.Join(dir, MetroctlOwnerKey)
-	block, err := readPEM(keyFile, MetroctlKeyType)
+	keyFile := dial.File{Path: filepath.Join(dir, MetroctlOwnerKey)}
+	block, err := dial.ReadPEM(keyFile, MetroctlKeyType)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -38,8 +39,8 @@ func LoadMetroctlOwner(dir string) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("%s: the key is %d bytes long, want %d (a raw Ed25519 private key)", keyFile, len(block.Bytes), ed25519.PrivateKeySize)
 	}
 	key := ed25519.PrivateKey(block.Bytes)
-	certFile := filepath.Join(dir, MetroctlOwnerCert)
-	cert, err := readCertificate(certFile)
+	certFile := dial.File{Path: filepath.Join(dir, MetroctlOwnerCert)}
+	cert, err := dial.ReadCertificate(certFile)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
@@ -52,7 +53,7 @@ func LoadMetroctlOwner(dir string) (tls.Certificate, error) {
 // LoadMetroctlCA reads the cluster CA from metroctl's configuration
 // directory dir. An error names the file.
 func LoadMetroctlCA(dir string) (*x509.CertPool, error) {
-	ca, err := readCertificate(filepath.Join(dir, MetroctlCA))
+	ca, err := dial.ReadCertificate(dial.File{Path: filepath.Join(dir, MetroctlCA)})
 	if err != nil {
 		return nil, err
 	}
@@ -61,32 +62,21 @@ func LoadMetroctlCA(dir string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// readCertificate reads the first PEM block of file, which must be an
-// X.509 certificate.
-func readCertificate(file string) (*x509.Certificate, error) {
-	block, err := readPEM(file, "CERTIFICATE")
-	if err != nil {
-		return nil, err
+// DefaultMetroctlDir returns metroctl's own configuration directory,
+// $XDG_CONFIG_HOME/metroctl (XDG_CONFIG_HOME defaulting to ~/.config, as
+// getenv has them), when it holds an owner key; "" otherwise.
+func DefaultMetroctlDir(getenv func(string) string) string {
+	base := getenv("XDG_CONFIG_HOME")
+	if base == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		base = filepath.Join(home, ".config")
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	dir := filepath.Join(base, "metroctl")
+	if _, err := os.Stat(filepath.Join(dir, MetroctlOwnerKey)); err != nil {
+		return ""
 	}
-	return cert, nil
-}
-
-// readPEM reads the first PEM block of file, which must be of type typ.
-func readPEM(file, typ string) (*pem.Block, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err // *fs.PathError names the file
-	}
-	block, _ := pem.Decode(data)
-	switch {
-	case block == nil:
-		return nil, fmt.Errorf("%s: no PEM data in it", file)
-	case block.Type != typ:
-		return nil, fmt.Errorf("%s: a PEM block of type %q, want %q", file, block.Type, typ)
-	}
-	return block, nil
+	return dir
 }

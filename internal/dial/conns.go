@@ -30,6 +30,14 @@ func (c *Conns) Track(creds credentials.TransportCredentials) credentials.Transp
 	return &tracking{TransportCredentials: creds, conns: c}
 }
 
+// track is Track, or creds themselves when c is nil.
+func (c *Conns) track(creds credentials.TransportCredentials) credentials.TransportCredentials {
+	if c == nil {
+		return creds
+	}
+	return c.Track(creds)
+}
+
 // CloseSilent closes every connection that has read nothing for at least
 // d, and returns how many it closed.
 func (c *Conns) CloseSilent(d time.Duration) int {

@@ -1,7 +1,24 @@
 // Package dial is the one place where nodewatch opens client connections:
-// to etcd (key, serve, sim) and to the Curator (nodes, node). It owns what
-// every connection needs: keepalive pings, so that a connection that goes
-// silent is noticed and replaced.
+// to etcd (Etcd: key, serve, sim) and to the Curator (Curator: nodes,
+// node). It exists so that every connection gets the same things, once:
+//
+//   - TLS and credentials (TLS, Credentials, CuratorTLS), read from PEM
+//     files by one loader (LoadCertPool, LoadKeyPair, ReadPEM,
+//     ReadCertificate; serve's reloadable ServerTLS uses it too);
+//   - a failure explained in the terms of the user's flags ("the server
+//     requires a client certificate …: give --cert FILE and --key FILE"),
+//     and kept, so that "no etcd reachable … (last error: …)" says why
+//     rather than that time ran out (Credentials.Explain). The flags are
+//     data (Flags, File): the CLI names them, this package says when to
+//     give them;
+//   - keepalive pings (Keepalive), so that a connection that goes silent
+//     is noticed and replaced, and the connections a watch can close when
+//     it found them silent (Conns), and gRPC's own reconnects of a
+//     connection backed off from 100ms to 5s with jitter
+//     (Keepalive.DialOptions).
+//
+// Watching again after a broken stream is the callers' (they know when
+// one broke), with package backoff's capped, jittered waits.
 package dial
 
 import (

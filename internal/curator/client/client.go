@@ -21,8 +21,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
@@ -126,12 +124,12 @@ type Client struct {
 	// Endpoints are the Curator addresses (host:port) to try, in order.
 	// Required.
 	Endpoints []string
-	// Credentials secure the connections, to the endpoints and to the
-	// leaders they name; nil means plaintext (insecure.NewCredentials).
-	// For a Metropolis cluster they verify the chain against the cluster
-	// CA without a host-name check (curator.ClientTLS); that is the caller's to
-	// build.
-	Credentials credentials.TransportCredentials
+	// TLS secures the connections, to the endpoints and to the leaders
+	// they name, and words their failures in the terms of the user's
+	// flags; nil means plaintext. For a Metropolis cluster the chain is
+	// verified against the cluster CA without a host-name check (see
+	// dial.Curator).
+	TLS *dial.TLS
 	// DialOptions are added to every connection's options.
 	DialOptions []grpc.DialOption
 	// NodeID is the node to watch (node_in_cluster); "" watches every
@@ -257,16 +255,13 @@ func (c *Client) settle() time.Duration {
 	return min(d, c.dialTimeout()/2)
 }
 
-func (c *Client) dialOptions() []grpc.DialOption {
-	creds := c.Credentials
-	if creds == nil {
-		creds = insecure.NewCredentials()
-	}
-	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvSize)),
-	}, c.Keepalive.DialOptions()...)
-	return append(opts, c.DialOptions...)
+// dial returns a connection to target: see dial.Curator.
+func (c *Client) dial(target string) (*grpc.ClientConn, error) {
+	return dial.Curator(target, dial.CuratorConfig{
+		TLS:       c.TLS,
+		Keepalive: c.Keepalive,
+		Options:   append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecvSize))}, c.DialOptions...),
+	})
 }
 
 func (c *Client) request() *apipb.WatchRequest {
@@ -360,7 +355,7 @@ func (r *clientRun) attempt(ctx context.Context, target string) error {
 // If target refuses with codes.Unimplemented, watch returns the address
 // of the leader it names.
 func (r *clientRun) watch(ctx context.Context, target string) (leader string, err error) {
-	conn, err := grpc.NewClient(target, r.c.dialOptions()...)
+	conn, err := r.c.dial(target)
 	if err != nil {
 		return "", &fatalError{fmt.Errorf("bad endpoint %q: %w", target, err)}
 	}

@@ -80,7 +80,7 @@ func (c *Client) pollHealth(ctx context.Context, m *merger) error {
 		if conn == nil {
 			target = c.Endpoints[i%len(c.Endpoints)]
 			var err error
-			if conn, err = grpc.NewClient(target, c.dialOptions()...); err != nil {
+			if conn, err = c.dial(target); err != nil {
 				return &fatalError{fmt.Errorf("health: bad endpoint %q: %w", target, err)}
 			}
 		}
