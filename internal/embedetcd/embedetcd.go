@@ -44,6 +44,10 @@ type Config struct {
 	Name string
 	// PeerAddr is host:port for peer traffic; "" picks a free port.
 	PeerAddr string
+	// AdvertisePeerAddr is host:port the other members reach this one at,
+	// when it is not PeerAddr (the fault suite puts forwarders between
+	// members); "" means PeerAddr.
+	AdvertisePeerAddr string
 	// InitialCluster lists every member as name=http://peer,...; ""
 	// means this member alone. The members of a new cluster must be
 	// started concurrently: Start waits for a quorum.
@@ -112,8 +116,12 @@ func start(cfg Config) (*Server, error) {
 		}
 	}
 	pu := url.URL{Scheme: "http", Host: peerAddr}
+	apu := pu
+	if cfg.AdvertisePeerAddr != "" {
+		apu.Host = cfg.AdvertisePeerAddr
+	}
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
-	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{pu}, []url.URL{apu}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	if cfg.InitialCluster != "" {
 		ec.InitialCluster = cfg.InitialCluster

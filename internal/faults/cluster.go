@@ -84,6 +84,7 @@ type Cluster struct {
 	dir     string
 	configs []embedetcd.Config
 	members []*member // nil while killed
+	peers   *peerNet
 	logf    func(format string, args ...any)
 }
 
@@ -99,7 +100,7 @@ type member struct {
 // the executable exe (the test binary). The caller must Close it.
 func StartCluster(exe, dir, host string, logf func(string, ...any)) (*Cluster, error) {
 	c := &Cluster{exe: exe, dir: dir, Host: host, logf: logf, members: make([]*member, 3)}
-	var initial []string
+	var peerAddrs []string
 	for i := range 3 {
 		client, err := embedetcd.FreeAddrOn(host)
 		if err != nil {
@@ -114,7 +115,19 @@ func StartCluster(exe, dir, host string, logf func(string, ...any)) (*Cluster, e
 			Dir: fmt.Sprintf("%s/%s", dir, name), ClientAddr: client, PeerAddr: peer, Name: name,
 		})
 		c.Endpoints = append(c.Endpoints, "http://"+client)
-		initial = append(initial, name+"=http://"+peer)
+		peerAddrs = append(peerAddrs, peer)
+	}
+	// Peer traffic goes through a forwarder per link, so that Isolate
+	// can cut a member off from its peers.
+	peers, err := newPeerNet(host, peerAddrs)
+	if err != nil {
+		return nil, err
+	}
+	c.peers = peers
+	var initial []string
+	for i := range c.configs {
+		c.configs[i].AdvertisePeerAddr = peers.advertise(i)
+		initial = append(initial, c.configs[i].Name+"=http://"+peers.advertise(i))
 	}
 	// The members of a new cluster wait for each other: start all, then
 	// wait for each.
@@ -154,6 +167,7 @@ func (c *Cluster) spawn(i int) (*member, error) {
 		return nil, fmt.Errorf("start member %d: %w", i, err)
 	}
 	m := &member{cmd: cmd, readyLine: make(chan string, 1), done: make(chan struct{})}
+	c.peers.setPid(i, cmd.Process.Pid)
 	go func() {
 		l, _ := bufio.NewReader(out).ReadString('\n')
 		m.readyLine <- strings.TrimSpace(l)
@@ -196,6 +210,7 @@ func (c *Cluster) Kill(i int) {
 	c.members[i] = nil
 	m.cmd.Process.Kill()
 	<-m.done
+	c.peers.setPid(i, 0)
 }
 
 // Restart starts member i again on its data dir and addresses; the others
@@ -241,8 +256,22 @@ func (c *Cluster) Resume(i int) {
 	}
 }
 
-// Heal resumes every paused member and restarts every killed one.
+// Isolate cuts member i off from its peers: every raft connection to or
+// from it goes silent, and so does every new one, until Reconnect. Its
+// clients still reach it.
+func (c *Cluster) Isolate(i int) { c.peers.isolate(i) }
+
+// Reconnect undoes Isolate: new peer connections are forwarded again (the
+// members give up on the silent ones and dial again).
+func (c *Cluster) Reconnect() { c.peers.heal() }
+
+// Paused reports whether member i is stopped with Pause.
+func (c *Cluster) Paused(i int) bool { return c.members[i] != nil && c.members[i].paused }
+
+// Heal reconnects every member to its peers, resumes every paused member
+// and restarts every killed one.
 func (c *Cluster) Heal() error {
+	c.Reconnect()
 	for i := range c.members {
 		c.Resume(i)
 	}
@@ -309,12 +338,13 @@ func (c *Cluster) Client(endpoints ...string) (*clientv3.Client, error) {
 	})
 }
 
-// Close kills every member.
+// Close kills every member and stops the peer forwarders.
 func (c *Cluster) Close() {
 	for i := range c.members {
 		c.Resume(i)
 		c.Kill(i)
 	}
+	c.peers.close()
 }
 
 // MemberStderr returns the end of member i's stderr (etcd logs to a file
@@ -346,4 +376,18 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// HasLeader reports whether member i answers its maintenance Status and
+// knows a leader.
+func (c *Cluster) HasLeader(ctx context.Context, i int) bool {
+	cl, err := c.Client(c.Endpoints[i])
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx, c.Endpoints[i])
+	return err == nil && st.Leader != 0
 }

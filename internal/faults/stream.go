@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -38,6 +39,7 @@ type Stream struct {
 	paused    chan struct{} // non-nil while the reader does not read; closed to resume
 	closing   bool          // Close was called: the end is expected
 	ended     bool
+	waits     lineWaits
 }
 
 // StartStream starts bin with args (env as the environment), replaying
@@ -87,6 +89,7 @@ func (s *Stream) read() {
 		if bytes.Contains(line, []byte(`"cause":"resync"`)) && isBatchDone(line) {
 			s.resyncs++
 		}
+		s.waits.line(line, time.Now())
 		s.wake()
 		s.mu.Unlock()
 	}
@@ -108,6 +111,14 @@ func isBatchDone(line []byte) bool {
 func (s *Stream) wake() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// WaitLine returns a channel that receives the time the reader read the
+// first line, from now on, that match accepts (see AfterRev, Marker).
+func (s *Stream) WaitLine(match func(line []byte) bool) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waits.add(match)
 }
 
 // Changed returns a channel closed at the next line (or the end).
