@@ -77,7 +77,7 @@ soak:
 ## sets the first run's seed (a failing run prints the command that runs it again).
 FAULTRUNS ?= 20
 FAULTSEED ?=
-faults:
+faults: etcd-bin
 	NODEWATCH_FAULTS=1 NODEWATCH_FAULTS_RUNS=$(FAULTRUNS) NODEWATCH_FAULTS_SEED=$(FAULTSEED) $(GO) test -count=1 -run '^TestFaults$$' -v -timeout 0 ./cmd/nodewatch
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ func TestFaultsSmoke(t *testing.T) {
 }
 
 // TestFaults (make faults; skipped unless NODEWATCH_FAULTS is set) runs
-// NODEWATCH_FAULTS_RUNS runs (default 20) of eight faults each, seeds from
+// NODEWATCH_FAULTS_RUNS runs (default 20) of one fault of each kind each
+// (in a random order), seeds from
 // NODEWATCH_FAULTS_SEED on (default: from the clock), and prints a summary.
 func TestFaults(t *testing.T) {
 	if os.Getenv("NODEWATCH_FAULTS") == "" {
@@ -52,7 +54,7 @@ func TestFaults(t *testing.T) {
 	for i := range runs {
 		s := seed + uint64(i)
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) {
-			reps = append(reps, faultRun(t, s, 8))
+			reps = append(reps, faultRun(t, s, len(faults.Kinds())))
 		})
 	}
 	t.Logf("%s", summary(reps, time.Since(start)))
@@ -73,6 +75,7 @@ func faultRun(t *testing.T, seed uint64, n int) *faults.Report {
 		Faults:   n,
 		Rate:     60,
 		Converge: 90 * time.Second,
+		Etcdctl:  etcdctl(t),
 	})
 	if rep.Failed() {
 		var b strings.Builder
@@ -89,6 +92,24 @@ func faultRun(t *testing.T, seed uint64, n int) *faults.Report {
 		t.Error(b.String())
 	}
 	return rep
+}
+
+// etcdctl returns the etcdctl to compare recovery times with:
+// $NODEWATCH_ETCDCTL, else the pinned one make etcd-bin builds in .bin/;
+// "" (logged) when there is none.
+func etcdctl(t *testing.T) string {
+	path := os.Getenv("NODEWATCH_ETCDCTL")
+	if path == "" {
+		path = filepath.Join("..", "..", ".bin", "etcdctl")
+	}
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		if _, err = os.Stat(abs); err == nil {
+			return abs
+		}
+	}
+	t.Logf("no etcdctl beside nodewatch (%v): make etcd-bin builds it", err)
+	return ""
 }
 
 // summary describes reports: runs, faults by kind, events checked,
@@ -122,9 +143,97 @@ func summary(reps []*faults.Report, wall time.Duration) string {
 	for _, k := range faults.Kinds() {
 		fmt.Fprintf(&b, "  %-26s %d\n", k, byKind[k])
 	}
+	b.WriteString(recoveries(reps))
 	if len(failedSeeds) > 0 {
 		slices.Sort(failedSeeds)
 		fmt.Fprintf(&b, "failed seeds: %s (make faults FAULTSEED=S FAULTRUNS=1)\n", strings.Join(failedSeeds, " "))
 	}
 	return b.String()
+}
+
+// recoveries tabulates the times to recover by fault kind and stream:
+// median and worst of those that recovered, and how many did not.
+func recoveries(reps []*faults.Report) string {
+	type cell struct {
+		took   []time.Duration
+		held   []time.Duration
+		failed []string
+	}
+	cells := map[faults.Kind]map[string]*cell{}
+	for _, r := range reps {
+		for _, rec := range r.Recoveries {
+			if cells[rec.Kind] == nil {
+				cells[rec.Kind] = map[string]*cell{}
+			}
+			c := cells[rec.Kind][rec.Stream]
+			if c == nil {
+				c = &cell{}
+				cells[rec.Kind][rec.Stream] = c
+			}
+			c.held = append(c.held, rec.Held)
+			if rec.Failed != "" {
+				c.failed = append(c.failed, rec.Failed)
+			} else {
+				c.took = append(c.took, rec.Took)
+			}
+		}
+	}
+	if len(cells) == 0 {
+		return ""
+	}
+	streams := []string{faults.StreamKey, faults.StreamNodes, faults.StreamEtcdctl}
+	var b strings.Builder
+	fmt.Fprintf(&b, "time to recover, from the fault to the first line showing a write acknowledged after it: median / worst (samples; not recovered)\n")
+	fmt.Fprintf(&b, "  %-26s %-8s", "fault", "held")
+	for _, s := range streams {
+		fmt.Fprintf(&b, " %-30s", s)
+	}
+	b.WriteString("\n")
+	round := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+	var notes []string
+	for _, k := range faults.Kinds() {
+		row := cells[k]
+		if row == nil {
+			continue
+		}
+		var held []time.Duration
+		for _, c := range row {
+			held = c.held
+		}
+		fmt.Fprintf(&b, "  %-26s %-8s", k, round(median(held)))
+		for _, s := range streams {
+			c := row[s]
+			text := "-"
+			switch {
+			case c == nil:
+			case len(c.took) == 0:
+				text = fmt.Sprintf("none (0; %d not)", len(c.failed))
+			default:
+				text = fmt.Sprintf("%s / %s (%d", round(median(c.took)), round(slices.Max(c.took)), len(c.took))
+				if len(c.failed) > 0 {
+					text += fmt.Sprintf("; %d not", len(c.failed))
+				}
+				text += ")"
+			}
+			if c != nil && len(c.failed) > 0 {
+				notes = append(notes, fmt.Sprintf("%s %s: %s", k, s, c.failed[0]))
+			}
+			fmt.Fprintf(&b, " %-30s", text)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "  not recovered, e.g.: %s\n", n)
+	}
+	return b.String()
+}
+
+// median returns the median of ds (the lower middle one), 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[(len(ds)-1)/2]
 }

@@ -21,9 +21,9 @@ import (
 // link's forwarder. Its methods are safe across goroutines; close must be
 // called.
 type peerNet struct {
-	switches []net.Listener            // by target member: what the member advertises
+	switches []net.Listener          // by target member: what the member advertises
 	links    [][]*netfault.Forwarder // [from][to], to the target's real peer address; nil on the diagonal
-	wg       sync.WaitGroup            // accept loops and splices
+	wg       sync.WaitGroup          // accept loops and splices
 
 	mu      sync.Mutex // guards pids, unknown and conns
 	pids    []int      // member processes by index; 0 while none runs

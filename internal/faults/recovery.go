@@ -2,10 +2,19 @@ package faults
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 )
 
 // Recovery is how long one stream took to recover from one fault: from
@@ -66,21 +75,6 @@ func (w *lineWaits) line(line []byte, at time.Time) {
 	})
 }
 
-// AfterRev matches a nodewatch event (new, updated, deleted) whose rev is
-// greater than rev.
-func AfterRev(rev int64) func([]byte) bool {
-	return func(line []byte) bool {
-		var ev struct {
-			Type string
-			Rev  int64
-		}
-		if json.Unmarshal(line, &ev) != nil {
-			return false
-		}
-		return ev.Type != "batch_done" && ev.Rev > rev
-	}
-}
-
 // Marker matches a nodewatch event (new or updated) that holds the
 // marker value v.
 func Marker(v string) func([]byte) bool {
@@ -91,24 +85,176 @@ func Marker(v string) func([]byte) bool {
 	}
 }
 
-// etcdctlAfterRev matches an `etcdctl watch -w json` response holding an
-// event whose mod_revision is greater than rev.
-func etcdctlAfterRev(rev int64) func([]byte) bool {
-	key := []byte(`"mod_revision":`)
-	return func(line []byte) bool {
-		for {
-			i := bytes.Index(line, key)
-			if i < 0 {
-				return false
+// MarkerKey and MarkerNode are what a measurement writes after a fault:
+// a key under KeyPrefix and a node record, in one transaction, both
+// holding the measurement's marker value.
+const (
+	MarkerKey   = KeyPrefix + "marker"
+	MarkerNode  = "fault-marker"
+	markerLabel = "nodewatch.faults/marker"
+)
+
+// measurement times the recovery of the streams one fault concerns: it
+// waits, from before the fault, for each stream to print the marker that
+// is written once the fault is in place. Its methods are called by the
+// run's goroutine.
+type measurement struct {
+	kind   Kind
+	marker string
+	t0     time.Time // the fault; zero until fault
+	held   time.Duration
+	waits  []streamWait
+	cancel context.CancelFunc // stops the marker's writer
+	wg     sync.WaitGroup     // the marker's writer
+	write  func(context.Context)
+}
+
+type streamWait struct {
+	stream string
+	at     <-chan time.Time
+	ctl    *Etcdctl // for StreamEtcdctl: ended is a failure
+}
+
+// measured returns which streams a fault of kind k concerns: key (the
+// pinned `key --prefix`), nodes, and the etcdctl to compare with (nil:
+// none).
+func (r *run) measured(k Kind) (key, nodes bool, ctl *Etcdctl) {
+	switch k {
+	case LeaderKill, MemberPause, QuorumLoss:
+		return true, true, r.ctlAll
+	case WatchedMemberKill, SilentEtcdWatcher:
+		return true, false, r.ctlPin
+	case MemberPartition:
+		return true, true, r.ctlPin
+	case SilentServeEtcd, SilentNodesServe:
+		return false, true, r.ctlPin
+	case ServeRestart, ServeFailover:
+		return false, true, nil
+	}
+	return false, false, nil // compaction-cut, reader-pause: not a recovery
+}
+
+// measureStart prepares the measurement of a fault of kind k (nil when
+// its recovery is not measured): each stream waits for the marker.
+func (r *run) measureStart(ctx context.Context, k Kind) *measurement {
+	key, nodes, ctl := r.measured(k)
+	if !key && !nodes {
+		return nil
+	}
+	r.markers++
+	m := &measurement{kind: k, marker: fmt.Sprintf("marker-%d-%d", r.cfg.Seed, r.markers)}
+	value := fmt.Sprintf(`{"marker":%q}`, m.marker)
+	if key {
+		m.waits = append(m.waits, streamWait{stream: StreamKey, at: r.keyAll.WaitLine(Marker(m.marker))})
+	}
+	if nodes {
+		m.waits = append(m.waits, streamWait{stream: StreamNodes, at: r.nodes.WaitLine(Marker(m.marker))})
+	}
+	if ctl != nil {
+		m.waits = append(m.waits, streamWait{stream: StreamEtcdctl, at: ctl.WaitValue([]byte(value)), ctl: ctl})
+	}
+	record, err := curator.EncodeRecord(&apipb.Node{Id: MarkerNode, Labels: &commonpb.NodeLabels{
+		Pairs: []*commonpb.NodeLabels_Pair{{Key: markerLabel, Value: m.marker}},
+	}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	m.write = func(ctx context.Context) {
+		for ctx.Err() == nil {
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := r.client.Txn(wctx).Then(
+				clientv3.OpPut(MarkerKey, value),
+				clientv3.OpPut(curator.DefaultPrefix+MarkerNode, string(record)),
+			).Commit()
+			cancel()
+			if err == nil {
+				return
 			}
-			line = line[i+len(key):]
-			end := bytes.IndexFunc(line, func(r rune) bool { return r < '0' || r > '9' })
-			if end < 0 {
-				end = len(line)
-			}
-			if n, err := strconv.ParseInt(string(line[:end]), 10, 64); err == nil && n > rev {
-				return true
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}
+	return m
+}
+
+// fault marks the moment of the fault and starts writing the marker (tried
+// again until etcd acknowledges it).
+func (m *measurement) fault() {
+	if m == nil || !m.t0.IsZero() {
+		return
+	}
+	m.t0 = time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.write(ctx)
+	}()
+}
+
+// undone marks the moment the fault was undone.
+func (m *measurement) undone() {
+	if m != nil && !m.t0.IsZero() {
+		m.held = time.Since(m.t0)
+	}
+}
+
+// measureEnd waits for every stream the fault concerns to print the
+// marker, each for up to cfg.Converge, and records the recoveries; an
+// etcdctl that ended is started again.
+func (r *run) measureEnd(ctx context.Context, m *measurement) {
+	if m == nil || m.t0.IsZero() {
+		return
+	}
+	defer func() {
+		m.cancel()
+		m.wg.Wait()
+	}()
+	deadline := time.NewTimer(r.cfg.Converge)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var got []string
+	for _, w := range m.waits {
+		rec := Recovery{Kind: m.kind, Stream: w.stream, Held: m.held}
+	wait:
+		for {
+			select {
+			case at := <-w.at:
+				rec.Took = at.Sub(m.t0)
+				break wait
+			case <-tick.C:
+				if w.ctl == nil {
+					continue
+				}
+				if ended, why := w.ctl.Ended(); ended {
+					rec.Failed = "ended: " + why
+					break wait
+				}
+			case <-deadline.C:
+				rec.Failed = fmt.Sprintf("did not print the marker within %v", r.cfg.Converge)
+				if w.stream == StreamKey {
+					r.t.Logf("  %s's stderr:\n%s", r.keyAll.Name, clip(r.keyAll.Stderr()))
+				}
+				break wait
+			case <-ctx.Done():
+				return
+			}
+		}
+		if w.ctl != nil {
+			if err := w.ctl.Restart(); err != nil {
+				r.problem("%s: %v", w.ctl.Name, err)
+			}
+		}
+		r.report.Recoveries = append(r.report.Recoveries, rec)
+		if rec.Failed != "" {
+			got = append(got, fmt.Sprintf("%s %s", w.stream, rec.Failed))
+		} else {
+			got = append(got, fmt.Sprintf("%s %v", w.stream, rec.Took.Round(10*time.Millisecond)))
+		}
+	}
+	r.t.Logf("  recovered (held %v): %s", m.held.Round(10*time.Millisecond), strings.Join(got, ", "))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/netfault"
 )
 
 // Kind is a kind of fault.
@@ -43,11 +44,30 @@ const (
 	// ReaderPause: stop reading a stream's stdout (or the slow Curator
 	// client's events) until the pipe is full, then read on.
 	ReaderPause Kind = "reader-pause"
+	// SilentEtcdWatcher: the connection between the pinned `key --prefix`
+	// and its member goes silent (bytes dropped both ways, nothing
+	// closed); new connections pass.
+	SilentEtcdWatcher Kind = "silent-etcd-watcher"
+	// SilentServeEtcd: the connections between the `serve` replica `nodes`
+	// is connected to and etcd go silent.
+	SilentServeEtcd Kind = "silent-serve-etcd"
+	// SilentNodesServe: the connection between `nodes` and its `serve`
+	// replica goes silent.
+	SilentNodesServe Kind = "silent-nodes-serve"
+	// QuorumLoss: two of the three members are stopped (SIGSTOP or
+	// SIGKILL) until the third says it has no leader and writes fail,
+	// then both are brought back.
+	QuorumLoss Kind = "quorum-loss"
+	// MemberPartition: the member the pinned `key --prefix` watches is
+	// cut off from its peers (its clients still reach it) until it has
+	// no leader and the other two took writes, then it is reconnected.
+	MemberPartition Kind = "member-partition"
 )
 
 // Kinds returns every kind of fault.
 func Kinds() []Kind {
-	return []Kind{LeaderKill, WatchedMemberKill, MemberPause, CompactionCut, ServeRestart, ServeFailover, ReaderPause}
+	return []Kind{LeaderKill, WatchedMemberKill, MemberPause, CompactionCut, ServeRestart, ServeFailover, ReaderPause,
+		SilentEtcdWatcher, SilentServeEtcd, SilentNodesServe, QuorumLoss, MemberPartition}
 }
 
 // Config describes one run.
@@ -65,8 +85,11 @@ type Config struct {
 	// Rate is the workload's writes per second.
 	Rate float64
 	// Converge is how long streams get, once the faults stopped, to equal
-	// the source.
+	// the source, and how long a stream gets to recover from a fault.
 	Converge time.Duration
+	// Etcdctl is the etcdctl binary run beside nodewatch under the same
+	// faults, for its time to recover; "" runs none.
+	Etcdctl string
 }
 
 // Report is what a run found.
@@ -85,7 +108,9 @@ type Report struct {
 	// Problems are faults that did not have their effect (no resync after
 	// a compaction, `nodes` did not move) and processes that ended.
 	Problems []string
-	Duration time.Duration
+	// Recoveries are the measured times to recover, by fault.
+	Recoveries []Recovery
+	Duration   time.Duration
 }
 
 // Failed reports whether the run found anything wrong.
@@ -111,6 +136,14 @@ type run struct {
 	nodes   *Stream
 	curator *CuratorClient
 	nodeID  string
+
+	keyFwd   *netfault.Forwarder     // keyAll to its member
+	serveFwd [][]*netfault.Forwarder // serve replica i to member m
+	nodesFwd []*netfault.Forwarder   // nodes to serve replica i
+	ctlFwd   *netfault.Forwarder     // ctlPin to the pinned member
+	ctlPin   *Etcdctl                // etcdctl on the pinned member, through ctlFwd; nil without etcdctl
+	ctlAll   *Etcdctl                // etcdctl on every member; nil without etcdctl
+	markers  int                     // markers written
 }
 
 // Run runs one randomized run under t: a fresh cluster, workload, streams
@@ -218,18 +251,32 @@ func (r *run) setup() {
 	for _, ep := range c.Endpoints {
 		r.proxies = append(r.proxies, etcdtest.NewProxy(t, ep))
 	}
-	var addrs []string
+	r.pinned = r.rng.IntN(3)
+	r.keyFwd = r.forwarder(r.memberAddrs()[r.pinned])
+	var addrs, nodesAddrs []string
 	for i := range 2 {
 		addr, err := embedetcd.FreeAddrOn(host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := StartServer(r.cfg.Bin, r.cfg.Env, addr, "--etcd", r.endpoints(), "--node-id", fmt.Sprintf("replica%d", i))
+		// serve reaches etcd through forwarders of its own, for the
+		// silent-serve-etcd fault.
+		var fwd []*netfault.Forwarder
+		var eps []string
+		for _, m := range r.memberAddrs() {
+			f := r.forwarder(m)
+			fwd, eps = append(fwd, f), append(eps, "http://"+f.Addr())
+		}
+		r.rng.Shuffle(len(eps), func(i, j int) { eps[i], eps[j] = eps[j], eps[i] })
+		s, err := StartServer(r.cfg.Bin, r.cfg.Env, addr, "--etcd", strings.Join(eps, ","), "--node-id", fmt.Sprintf("replica%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
 		r.servers, addrs = append(r.servers, s), append(addrs, addr)
+		r.serveFwd = append(r.serveFwd, fwd)
+		f := r.forwarder(addr)
+		r.nodesFwd, nodesAddrs = append(r.nodesFwd, f), append(nodesAddrs, f.Addr())
 	}
 	var proxied []string
 	for _, p := range r.proxies {
@@ -241,15 +288,26 @@ func (r *run) setup() {
 	// nothing.
 	// etcd's client keeps a connection to every endpoint it is given and
 	// spreads calls over them; given one member only, the watcher is
-	// connected to that member and no other.
-	r.pinned = r.rng.IntN(3)
-	r.keyAll = r.stream(fmt.Sprintf("key --prefix (m%d only)", r.pinned), true, "key", "--prefix", KeyPrefix, "--equals", ".", "--etcd", r.cluster.Endpoints[r.pinned])
+	// connected to that member and no other (through a forwarder, for the
+	// silent-etcd-watcher fault).
+	r.keyAll = r.stream(fmt.Sprintf("key --prefix (m%d only)", r.pinned), true, "key", "--prefix", KeyPrefix, "--equals", ".", "--etcd", "http://"+r.keyFwd.Addr())
 	r.keyCut = r.stream("key --prefix (proxied)", true, "key", "--prefix", KeyPrefix, "--etcd", strings.Join(proxied, ","))
 	r.stream("key "+HotKey, true, "key", HotKey, "--equals", ".", "--etcd", r.endpoints())
-	r.nodes = r.stream("nodes", false, "nodes", "--curator", strings.Join(addrs, ","))
+	r.nodes = r.stream("nodes", false, "nodes", "--curator", strings.Join(nodesAddrs, ","))
 	r.stream("node "+r.nodeID, false, "node", r.nodeID, "--curator", addrs[1]+","+addrs[0])
 	r.curator = StartCuratorClient([]string{addrs[r.rng.IntN(2)], addrs[0]}, 80*time.Millisecond)
 	t.Cleanup(r.curator.Close)
+	if r.cfg.Etcdctl != "" {
+		r.ctlFwd = r.forwarder(r.memberAddrs()[r.pinned])
+		if r.ctlPin, err = StartEtcdctl(fmt.Sprintf("etcdctl (m%d only)", r.pinned), r.cfg.Etcdctl, "http://"+r.ctlFwd.Addr()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.ctlPin.Close)
+		if r.ctlAll, err = StartEtcdctl("etcdctl (all members)", r.cfg.Etcdctl, strings.Join(r.cluster.Endpoints, ",")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.ctlAll.Close)
+	}
 	// Faults start once every stream has its initial state: a stream
 	// stopped before that lists afresh when continued, which is not the
 	// resync a fault is meant to provoke.
@@ -268,6 +326,16 @@ func (r *run) endpoints() string {
 	eps := slices.Clone(r.cluster.Endpoints)
 	r.rng.Shuffle(len(eps), func(i, j int) { eps[i], eps[j] = eps[j], eps[i] })
 	return strings.Join(eps, ",")
+}
+
+// forwarder returns a netfault.Forwarder to target, closed at the end.
+func (r *run) forwarder(target string) *netfault.Forwarder {
+	f, err := netfault.Listen(r.cluster.Host, target)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(f.Close)
+	return f
 }
 
 func (r *run) stream(name string, revs bool, args ...string) *Stream {
@@ -290,9 +358,13 @@ func (r *run) memberAddrs() []string {
 }
 
 // inject injects one fault and undoes it (restarts what it killed,
-// continues what it stopped) once it had its effect.
+// continues what it stopped) once it had its effect; then it waits for
+// the streams the fault concerns to recover, and records how long they
+// took.
 func (r *run) inject(ctx context.Context, k Kind) {
 	t := r.t
+	m := r.measureStart(ctx, k)
+	defer r.measureEnd(ctx, m)
 	switch k {
 	case LeaderKill:
 		i, err := r.cluster.Leader(ctx)
@@ -301,21 +373,23 @@ func (r *run) inject(ctx context.Context, k Kind) {
 			return
 		}
 		t.Logf("  kill leader m%d", i)
-		r.killMember(ctx, k, i)
+		r.killMember(ctx, k, i, m)
 
 	case WatchedMemberKill:
 		i := r.pinned
-		t.Logf("  kill m%d, the member %s is connected to (/proc: %v)", i, r.keyAll.Name, ConnectedTo(r.keyAll.Pid(), r.memberAddrs()))
-		r.killMember(ctx, k, i)
+		t.Logf("  kill m%d, the member %s is connected to (%d connections through its forwarder)", i, r.keyAll.Name, r.keyFwd.Open())
+		r.killMember(ctx, k, i, m)
 
 	case MemberPause:
 		i := r.rng.IntN(3)
 		t.Logf("  pause m%d", i)
 		r.cluster.Pause(i)
+		m.fault()
 		if !r.work.WaitWrites(ctx, 60, false, time.Minute) {
 			r.problem("%s: no 60 writes within a minute with m%d paused", k, i)
 		}
 		r.cluster.Resume(i)
+		m.undone()
 
 	case CompactionCut:
 		before := r.keyCut.Resyncs()
@@ -343,25 +417,25 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		i, sig := r.rng.IntN(2), []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}[r.rng.IntN(2)]
 		t.Logf("  %v serve replica %d, start it again", sig, i)
 		r.servers[i].Stop(sig)
+		m.fault()
 		if err := r.servers[i].Start(); err != nil {
 			r.problem("%s: %v", k, err)
 		}
+		m.undone()
 
 	case ServeFailover:
-		addrs := []string{r.servers[0].Addr, r.servers[1].Addr}
-		i := 0
-		if on := ConnectedTo(r.nodes.Pid(), addrs); len(on) > 0 {
-			i = on[0]
-		}
+		i := r.nodesReplica()
 		t.Logf("  kill serve replica %d, which nodes is connected to", i)
 		r.servers[i].Stop(syscall.SIGKILL)
-		moved := func() bool { return slices.Contains(ConnectedTo(r.nodes.Pid(), addrs), 1-i) }
+		m.fault()
+		moved := func() bool { return r.nodesReplica() == 1-i }
 		if !r.await(ctx, nil, moved) {
 			r.problem("%s: nodes did not connect to replica %d within %v", k, 1-i, r.cfg.Converge)
 		}
 		if err := r.servers[i].Start(); err != nil {
 			r.problem("%s: %v", k, err)
 		}
+		m.undone()
 
 	case ReaderPause:
 		names := []string{r.keyAll.Name, r.keyCut.Name, r.nodes.Name, "curator client"}
@@ -384,19 +458,136 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		}
 		t.Logf("  paused reading %s: %d bytes in its pipe", name, s.Buffered())
 		s.ResumeReading()
+
+	case SilentEtcdWatcher:
+		n := r.keyFwd.Open()
+		r.keyFwd.Silence()
+		r.silenceEtcdctl()
+		m.fault()
+		t.Logf("  silenced %s's %d connections to m%d", r.keyAll.Name, n, r.pinned)
+		if n == 0 {
+			r.problem("%s: %s had no connection to silence", k, r.keyAll.Name)
+		}
+
+	case SilentServeEtcd:
+		i, n := r.nodesReplica(), 0
+		for _, f := range r.serveFwd[i] {
+			n += f.Open()
+			f.Silence()
+		}
+		r.silenceEtcdctl()
+		m.fault()
+		t.Logf("  silenced serve replica %d's %d connections to etcd (nodes is connected to it)", i, n)
+		if n == 0 {
+			r.problem("%s: serve replica %d had no connection to etcd to silence", k, i)
+		}
+
+	case SilentNodesServe:
+		i := r.nodesReplica()
+		n := r.nodesFwd[0].Open() + r.nodesFwd[1].Open()
+		for _, f := range r.nodesFwd {
+			f.Silence()
+		}
+		r.silenceEtcdctl()
+		m.fault()
+		t.Logf("  silenced nodes's %d connections (to serve replica %d)", n, i)
+		if n == 0 {
+			r.problem("%s: nodes had no connection to silence", k)
+		}
+
+	case QuorumLoss:
+		perm := r.rng.Perm(3)
+		a, b, alive := perm[0], perm[1], perm[2]
+		kill := r.rng.IntN(2) == 0
+		if kill {
+			t.Logf("  kill m%d and m%d", a, b)
+			r.cluster.Kill(a)
+			r.cluster.Kill(b)
+		} else {
+			t.Logf("  pause m%d and m%d", a, b)
+			r.cluster.Pause(a)
+			r.cluster.Pause(b)
+		}
+		m.fault()
+		if !r.await(ctx, nil, func() bool { return !r.cluster.HasLeader(ctx, alive) }) {
+			r.problem("%s: m%d still has a leader %v after losing both peers", k, alive, r.cfg.Converge)
+		}
+		if !r.work.WaitFailures(ctx, 5, time.Minute) {
+			r.problem("%s: no 5 failed writes within a minute without a quorum", k)
+		}
+		t.Logf("  m%d has no leader, writes fail; bring m%d and m%d back", alive, a, b)
+		for _, i := range []int{a, b} {
+			if kill {
+				if err := r.cluster.Restart(i); err != nil {
+					r.problem("%s: restart m%d: %v", k, i, err)
+				}
+			} else {
+				r.cluster.Resume(i)
+			}
+		}
+		m.undone()
+
+	case MemberPartition:
+		i := r.pinned
+		r.cluster.Isolate(i)
+		m.fault()
+		t.Logf("  cut m%d (watched by %s) off from its peers", i, r.keyAll.Name)
+		// etcd cancels the watches WithRequireLeader of a member that has
+		// had no leader for three election timeouts (3s): hold until the
+		// member has said it has none for longer than that, and the others
+		// took writes. (The workload is slow meanwhile: the calls its
+		// client sends to the cut-off member time out.)
+		var since time.Time
+		if !r.await(ctx, nil, func() bool {
+			switch {
+			case r.cluster.HasLeader(ctx, i):
+				since = time.Time{}
+			case since.IsZero():
+				since = time.Now()
+			}
+			return !since.IsZero() && time.Since(since) > 4*time.Second
+		}) {
+			r.problem("%s: m%d did not stay without a leader for 4s within %v of being cut off", k, i, r.cfg.Converge)
+		}
+		if !r.work.WaitWrites(ctx, 20, false, time.Minute) {
+			r.problem("%s: no 20 writes within a minute with m%d cut off", k, i)
+		}
+		r.cluster.Reconnect()
+		m.undone()
+		t.Logf("  m%d reconnected", i)
+	}
+}
+
+// nodesReplica returns the serve replica `nodes` is connected to (read
+// from /proc), 0 when none.
+func (r *run) nodesReplica() int {
+	addrs := []string{r.nodesFwd[0].Addr(), r.nodesFwd[1].Addr()}
+	if on := ConnectedTo(r.nodes.Pid(), addrs); len(on) > 0 {
+		return on[0]
+	}
+	return 0
+}
+
+// silenceEtcdctl makes the pinned etcdctl's connections silent, as the
+// fault made nodewatch's.
+func (r *run) silenceEtcdctl() {
+	if r.ctlFwd != nil {
+		r.ctlFwd.Silence()
 	}
 }
 
 // killMember kills member i, waits until the workload wrote through its
 // absence, and restarts it.
-func (r *run) killMember(ctx context.Context, k Kind, i int) {
+func (r *run) killMember(ctx context.Context, k Kind, i int, m *measurement) {
 	r.cluster.Kill(i)
+	m.fault()
 	if !r.work.WaitWrites(ctx, 20, false, time.Minute) {
 		r.problem("%s: no 20 writes within a minute with m%d killed", k, i)
 	}
 	if err := r.cluster.Restart(i); err != nil {
 		r.problem("%s: restart m%d: %v", k, i, err)
 	}
+	m.undone()
 }
 
 // compact compacts etcd at its current revision, retrying through
@@ -477,7 +668,11 @@ func (r *run) converge() {
 			return d == ""
 		})
 		if !ok {
-			r.report.Divergences = append(r.report.Divergences, fmt.Sprintf("%s: not the source's state after %v:\n%s", name, r.cfg.Converge, clip(last)))
+			msg := fmt.Sprintf("%s: not the source's state after %v:\n%s", name, r.cfg.Converge, clip(last))
+			if s := r.streams[name]; s != nil {
+				msg += "\nits stderr:\n" + clip(s.Stderr())
+			}
+			r.report.Divergences = append(r.report.Divergences, msg)
 		}
 	}
 	read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 5*time.Second) }

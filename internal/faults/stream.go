@@ -114,7 +114,7 @@ func (s *Stream) wake() {
 }
 
 // WaitLine returns a channel that receives the time the reader read the
-// first line, from now on, that match accepts (see AfterRev, Marker).
+// first line, from now on, that match accepts (see Marker).
 func (s *Stream) WaitLine(match func(line []byte) bool) <-chan time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()

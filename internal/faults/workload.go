@@ -33,10 +33,11 @@ type Workload struct {
 	sim  *sim.Sim
 	keys int
 
-	mu        sync.Mutex    // guards writes, keyWrites and more
+	mu        sync.Mutex    // guards writes, keyWrites, failures and more
 	writes    int64         // writes etcd acknowledged
 	keyWrites int64         // those that wrote under KeyPrefix
-	more      chan struct{} // closed (and replaced) at each acknowledged write
+	failures  int64         // attempts that failed (and were tried again)
+	more      chan struct{} // closed (and replaced) at each acknowledged write and each failure
 }
 
 // NewWorkload returns a workload over keys keys and a fleet of nodes
@@ -85,6 +86,11 @@ func (w *Workload) Run(ctx context.Context, rate float64) error {
 			if err == nil {
 				break
 			}
+			w.mu.Lock()
+			w.failures++
+			close(w.more)
+			w.more = make(chan struct{})
+			w.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return nil
@@ -165,6 +171,31 @@ func (w *Workload) Writes() (all, keys int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.writes, w.keyWrites
+}
+
+// WaitFailures waits until n more write attempts than counted now failed,
+// ctx ends, or d passes; it reports whether they did.
+func (w *Workload) WaitFailures(ctx context.Context, n int64, d time.Duration) bool {
+	w.mu.Lock()
+	target := w.failures + n
+	w.mu.Unlock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		more, failures := w.more, w.failures
+		w.mu.Unlock()
+		if failures >= target {
+			return true
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
+	}
 }
 
 // WaitWrites waits until n more writes (keys: under KeyPrefix) than
