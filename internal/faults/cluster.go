@@ -261,8 +261,8 @@ func (c *Cluster) Resume(i int) {
 // clients still reach it.
 func (c *Cluster) Isolate(i int) { c.peers.isolate(i) }
 
-// Reconnect undoes Isolate: new peer connections are forwarded again (the
-// members give up on the silent ones and dial again).
+// Reconnect undoes Isolate: new peer connections are forwarded again and
+// the silent ones are closed, so the members dial again.
 func (c *Cluster) Reconnect() { c.peers.heal() }
 
 // Paused reports whether member i is stopped with Pause.

@@ -25,8 +25,9 @@ type peerNet struct {
 	links    [][]*netfault.Forwarder // [from][to], to the target's real peer address; nil on the diagonal
 	wg       sync.WaitGroup          // accept loops and splices
 
-	mu      sync.Mutex // guards pids, unknown and conns
+	mu      sync.Mutex // guards pids, unknown, conns and blocked
 	pids    []int      // member processes by index; 0 while none runs
+	blocked map[*netfault.Forwarder]bool
 	unknown int        // connections whose dialer was not a member: closed
 	conns   map[net.Conn]struct{}
 }
@@ -34,7 +35,7 @@ type peerNet struct {
 // newPeerNet starts switches and links on host for members whose real
 // peer addresses are peers.
 func newPeerNet(host string, peers []string) (*peerNet, error) {
-	p := &peerNet{pids: make([]int, len(peers)), conns: map[net.Conn]struct{}{}}
+	p := &peerNet{pids: make([]int, len(peers)), conns: map[net.Conn]struct{}{}, blocked: map[*netfault.Forwarder]bool{}}
 	for i := range peers {
 		p.links = append(p.links, make([]*netfault.Forwarder, len(peers)))
 		for j, target := range peers {
@@ -75,24 +76,31 @@ func (p *peerNet) setPid(i, pid int) {
 // isolate blocks every link to and from member i (open connections and
 // new ones go silent); heal forwards new connections again.
 func (p *peerNet) isolate(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for j := range p.links {
 		if j != i {
-			p.links[i][j].Block()
-			p.links[j][i].Block()
+			for _, f := range []*netfault.Forwarder{p.links[i][j], p.links[j][i]} {
+				f.Block()
+				p.blocked[f] = true
+			}
 		}
 	}
 }
 
-// heal undoes isolate: new connections on every link are forwarded (the
-// silent ones stay silent until their ends give up on them).
+// heal undoes isolate: new connections on every link are forwarded, and
+// the connections that went silent are closed. (A partition that heals
+// gives the old connections back, or they were reset meanwhile; etcd's
+// members, left with silent ones, were seen not to give up on them within
+// 30s, so the member stayed without a leader.)
 func (p *peerNet) heal() {
-	for i := range p.links {
-		for _, f := range p.links[i] {
-			if f != nil {
-				f.Heal()
-			}
-		}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for f := range p.blocked {
+		f.Heal()
+		f.Cut()
 	}
+	clear(p.blocked)
 }
 
 // Unknown returns how many peer connections came from no member (closed).
@@ -215,4 +223,18 @@ func dialer(c net.Conn, pids []int) int {
 		}
 	}
 	return -1
+}
+
+// open returns the connections open through each link, [from][to].
+func (p *peerNet) open() [][]int {
+	out := make([][]int, len(p.links))
+	for i, fs := range p.links {
+		out[i] = make([]int, len(fs))
+		for j, f := range fs {
+			if f != nil {
+				out[i][j] = f.Open()
+			}
+		}
+	}
+	return out
 }

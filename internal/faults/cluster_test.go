@@ -1,0 +1,61 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(MemberEnv); cfg != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		err := RunMember(ctx, cfg, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(MemberExitCode(err))
+	}
+	os.Exit(m.Run())
+}
+
+// TestIsolate: a member cut off from its peers loses its leader while the
+// other two keep one, and finds it again once reconnected.
+func TestIsolate(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartCluster(exe, t.TempDir(), "127.0.0.1", t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30s (links open %v, unknown dialers %d)", what, c.peers.open(), c.peers.Unknown())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for i := range 3 {
+		poll(fmt.Sprintf("m%d has a leader", i), func() bool { return c.HasLeader(ctx, i) })
+	}
+	t.Logf("links open: %v", c.peers.open())
+	c.Isolate(0)
+	poll("m0 has no leader", func() bool { return !c.HasLeader(ctx, 0) })
+	poll("m1 and m2 have a leader", func() bool { return c.HasLeader(ctx, 1) && c.HasLeader(ctx, 2) })
+	if c.HasLeader(ctx, 0) {
+		t.Fatalf("m0 has a leader while cut off (links open %v)", c.peers.open())
+	}
+	c.Reconnect()
+	poll("m0 has a leader again", func() bool { return c.HasLeader(ctx, 0) })
+}
