@@ -28,7 +28,7 @@ type peerNet struct {
 	mu      sync.Mutex // guards pids, unknown, conns and blocked
 	pids    []int      // member processes by index; 0 while none runs
 	blocked map[*netfault.Forwarder]bool
-	unknown int        // connections whose dialer was not a member: closed
+	unknown int // connections whose dialer was not a member: closed
 	conns   map[net.Conn]struct{}
 }
 
