@@ -23,7 +23,7 @@ func TestFaultsSmoke(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano() % 1_000_000)
 	rep := faultRun(t, seed, 3)
-	t.Logf("%s", summary([]*faults.Report{rep}, rep.Duration))
+	t.Logf("%s", summary([]*faults.Report{rep}, rep.Duration, etcdctl(t) != ""))
 }
 
 // TestFaults (make faults; skipped unless NODEWATCH_FAULTS is set) runs
@@ -57,7 +57,7 @@ func TestFaults(t *testing.T) {
 			reps = append(reps, faultRun(t, s, len(faults.Kinds())))
 		})
 	}
-	t.Logf("%s", summary(reps, time.Since(start)))
+	t.Logf("%s", summary(reps, time.Since(start), etcdctl(t) != ""))
 }
 
 // faultRun runs one run of n faults and fails t, naming the seed and the
@@ -113,8 +113,8 @@ func etcdctl(t *testing.T) string {
 }
 
 // summary describes reports: runs, faults by kind, events checked,
-// violations, divergences, problems, wall time.
-func summary(reps []*faults.Report, wall time.Duration) string {
+// violations, divergences, problems, wall time, times to recover.
+func summary(reps []*faults.Report, wall time.Duration, withEtcdctl bool) string {
 	var b strings.Builder
 	byKind := map[faults.Kind]int{}
 	var events, violations, divergences, problems, failed int
@@ -144,6 +144,9 @@ func summary(reps []*faults.Report, wall time.Duration) string {
 		fmt.Fprintf(&b, "  %-26s %d\n", k, byKind[k])
 	}
 	b.WriteString(recoveries(reps))
+	if !withEtcdctl {
+		b.WriteString("etcdctl was not run beside nodewatch: no .bin/etcdctl (make etcd-bin builds it)\n")
+	}
 	if len(failedSeeds) > 0 {
 		slices.Sort(failedSeeds)
 		fmt.Fprintf(&b, "failed seeds: %s (make faults FAULTSEED=S FAULTRUNS=1)\n", strings.Join(failedSeeds, " "))
