@@ -51,7 +51,7 @@ func TestE2EPasswords(t *testing.T) {
 	}{
 		{"right in --user", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once", "--user", "root:rootpw-s3cret"}, nil, 0, "rootpw-s3cret", "batch_done"},
 		{"right in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once", "--user", "root"}, []string{"NODEWATCH_PASSWORD=rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
-		{"right in NODEWATCH_USER", []string{"key", "--etcd", ep, "/x", "--once"}, []string{"NODEWATCH_USER=root:rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
+		{"right in NODEWATCH_USER", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--once"}, []string{"NODEWATCH_USER=root:rootpw-s3cret"}, 0, "rootpw-s3cret", "batch_done"},
 		{"wrong in --user", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed, invalid user ID or password"},
 		{"wrong in NODEWATCH_PASSWORD", []string{"key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root"}, []string{"NODEWATCH_PASSWORD=" + wrong}, 1, wrong, "authentication failed"},
 		{"wrong, serve", []string{"serve", "--etcd", ep, "--dial-timeout", "1m", "--listen", "127.0.0.1:0", "--user", "root:" + wrong}, nil, 1, wrong, "authentication failed"},
