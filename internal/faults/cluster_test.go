@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/etcdtest"
 )
 
 func TestMain(m *testing.M) {
@@ -36,14 +38,19 @@ func TestIsolate(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
+	// Elections take a few seconds: three times the tree's timeout.
 	poll := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.NewTimer(3 * etcdtest.Timeout)
+		defer deadline.Stop()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30s (links open %v, unknown dialers %d)", what, c.peers.open(), c.peers.Unknown())
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				t.Fatalf("%s: not within %v (links open %v, unknown dialers %d)", what, 3*etcdtest.Timeout, c.peers.open(), c.peers.Unknown())
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	for i := range 3 {

@@ -4,7 +4,14 @@
 // retries through faults, nodewatch processes whose every printed line is
 // replayed by a replay.Checker, a slow Curator client, and a run that
 // injects faults at random and then waits for every stream to equal the
-// source.
+// source. Raft traffic between members, and the connections of some
+// streams and of serve, go through netfault forwarders, so that a member
+// can be cut off from its peers and a connection can go silent.
+//
+// A run also measures, for each fault, how long the streams it concerns
+// took to recover (from the fault to the first line showing a marker
+// written after it), and the same for `etcdctl watch` run beside them
+// under the same fault, when a Config names etcdctl.
 //
 // What a Run guarantees when it reports no violation and no divergence:
 // every line every stream printed obeyed the stream's rules (each
