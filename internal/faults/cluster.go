@@ -98,7 +98,22 @@ type member struct {
 
 // StartCluster starts a 3-member cluster, data under dir, members run by
 // the executable exe (the test binary). The caller must Close it.
+//
+// A port picked for a member was free a moment before the member binds
+// it, and the peer forwarders, started in between, take free ports of
+// the same host: when a member finds its address taken, the cluster is
+// started again on new ports (a few times), in a new directory.
 func StartCluster(exe, dir, host string, logf func(string, ...any)) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := startCluster(exe, fmt.Sprintf("%s/%d", dir, attempt), host, logf)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			return c, err
+		}
+		logf("cluster: %v; starting it again on other ports", err)
+	}
+}
+
+func startCluster(exe, dir, host string, logf func(string, ...any)) (*Cluster, error) {
 	c := &Cluster{exe: exe, dir: dir, Host: host, logf: logf, members: make([]*member, 3)}
 	var peerAddrs []string
 	for i := range 3 {

@@ -150,7 +150,7 @@ func (r *run) measureStart(ctx context.Context, k Kind) *measurement {
 	if nodes {
 		m.waits = append(m.waits, streamWait{stream: StreamNodes, at: r.nodes.WaitLine(Marker(m.marker))})
 	}
-	if ctl != nil {
+	if ctl != nil && r.etcdctlWatching(ctx, ctl) {
 		m.waits = append(m.waits, streamWait{stream: StreamEtcdctl, at: ctl.WaitValue([]byte(value)), ctl: ctl})
 	}
 	record, err := curator.EncodeRecord(&apipb.Node{Id: MarkerNode, Labels: &commonpb.NodeLabels{
@@ -177,6 +177,55 @@ func (r *run) measureStart(ctx context.Context, k Kind) *measurement {
 		}
 	}
 	return m
+}
+
+// etcdctlWatching makes sure ctl watches before a fault: an etcdctl that
+// ended (etcd cancelled its watch) is started again, and a value written
+// to MarkerKey must come out of it, for up to cfg.Converge. It reports
+// whether it does; if not, etcdctl is left out of this fault's
+// measurement (logged).
+func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
+	if ended, _ := ctl.Ended(); !ended {
+		return true
+	}
+	deadline := time.Now().Add(r.cfg.Converge)
+	for n := 1; time.Now().Before(deadline); n++ {
+		if err := ctl.Restart(); err != nil {
+			r.problem("%s: %v", ctl.Name, err)
+			return false
+		}
+		probe := fmt.Sprintf(`{"etcdctl-probe":"%d-%d"}`, r.markers, n)
+		at := ctl.WaitValue([]byte(probe))
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := r.client.Put(wctx, MarkerKey, probe)
+		cancel()
+		tick := time.NewTicker(100 * time.Millisecond)
+	wait:
+		for err == nil {
+			select {
+			case <-at:
+				tick.Stop()
+				return true
+			case <-tick.C:
+				if ended, _ := ctl.Ended(); ended || time.Now().After(deadline) {
+					break wait
+				}
+			case <-ctx.Done():
+				tick.Stop()
+				return false
+			}
+		}
+		tick.Stop()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
+	return false
 }
 
 // fault marks the moment of the fault and starts writing the marker (tried
@@ -242,11 +291,6 @@ func (r *run) measureEnd(ctx context.Context, m *measurement) {
 				break wait
 			case <-ctx.Done():
 				return
-			}
-		}
-		if w.ctl != nil {
-			if err := w.ctl.Restart(); err != nil {
-				r.problem("%s: %v", w.ctl.Name, err)
 			}
 		}
 		r.report.Recoveries = append(r.report.Recoveries, rec)
