@@ -181,9 +181,10 @@ func (r *run) measureStart(ctx context.Context, k Kind) *measurement {
 
 // etcdctlWatching makes sure ctl watches before a fault: an etcdctl that
 // ended (etcd cancelled its watch) is started again, and a value written
-// to MarkerKey must come out of it, for up to cfg.Converge. It reports
-// whether it does; if not, etcdctl is left out of this fault's
-// measurement (logged).
+// to MarkerKey after that must come out of it (a new value every second:
+// etcdctl watches from the revision it starts at), for up to
+// cfg.Converge. It reports whether it does; if not, etcdctl is left out of
+// this fault's measurement (logged).
 func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 	if ended, _ := ctl.Ended(); !ended {
 		return true
@@ -199,29 +200,20 @@ func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
 		_, err := r.client.Put(wctx, MarkerKey, probe)
 		cancel()
-		tick := time.NewTicker(100 * time.Millisecond)
-	wait:
-		for err == nil {
-			select {
-			case <-at:
-				tick.Stop()
-				return true
-			case <-tick.C:
-				if ended, _ := ctl.Ended(); ended || time.Now().After(deadline) {
-					break wait
-				}
-			case <-ctx.Done():
-				tick.Stop()
-				return false
-			}
-		}
-		tick.Stop()
 		if err != nil {
 			select {
+			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
 				return false
-			case <-time.After(100 * time.Millisecond):
 			}
+			continue
+		}
+		select {
+		case <-at:
+			return true
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return false
 		}
 	}
 	r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
