@@ -72,9 +72,10 @@ soak:
 	NODEWATCH_SOAK=$(SOAKTIME) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 0 ./cmd/nodewatch
 
 ## faults: FAULTRUNS randomized runs (default 20) against a 3-member etcd cluster of processes,
-## two serve replicas and every kind of stream, each run injecting eight faults at random; every
-## printed line is checked and every stream must end equal to etcd; prints a summary. FAULTSEED
-## sets the first run's seed (a failing run prints the command that runs it again).
+## two serve replicas and every kind of stream, each run injecting one fault of each of the twelve
+## kinds in a random order; every printed line is checked and every stream must end equal to etcd;
+## prints a summary with each kind's time to recover, nodewatch beside the pinned etcdctl (hence
+## etcd-bin). FAULTSEED sets the first run's seed (a failing run prints the command that runs it again).
 FAULTRUNS ?= 20
 FAULTSEED ?=
 faults: etcd-bin
