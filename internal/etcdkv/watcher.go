@@ -425,39 +425,21 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 // Keepalive.Time + Keepalive.Timeout.
 var errSilent = errors.New("no answer")
 
-// prove keeps a watch stream proving that it is alive, until ctx ends:
-// once it has heard nothing for the confirmation interval, it asks etcd
-// for progress (every second, as etcd drops a request that comes while a
-// watch is catching up); when it has heard nothing for Keepalive.Time +
-// Keepalive.Timeout, it ends the stream with errSilent (through cancel)
-// and closes the connections that went silent with it, so that the next
-// stream goes over a new one. It is the only sender on stream once the
-// creates are sent.
+// prove keeps a watch stream proving that it is alive, until ctx ends
+// (see dial.Keepalive.Prove): the question is a progress request, which
+// etcd answers on the stream (also because etcd drops one that comes
+// while a watch is catching up, it is asked again every second). A
+// stream silent for the keepalive deadline is ended with errSilent
+// through cancel, and the connections that went silent with it are
+// closed, so that the next stream goes over a new one. Once the creates
+// are sent, prove is the only sender on stream.
 func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard *atomic.Int64, server string, cancel context.CancelCauseFunc) {
-	every := w.live.ka.Time
-	if w.ConfirmEvery > 0 {
-		every = min(every, w.ConfirmEvery)
-	}
-	deadline := w.live.ka.Time + w.live.ka.Timeout
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
-	for {
-		last := time.Unix(0, heard.Load())
-		if backoff.Sleep(ctx, time.Until(last.Add(every))) != nil {
-			return
-		}
-		for heard.Load() == last.UnixNano() {
-			if quiet := time.Since(last); quiet >= deadline {
-				cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
-				return
-			}
-			if err := stream.Send(progress); err != nil {
-				return // the stream is broken: Recv says why
-			}
-			if backoff.Sleep(ctx, min(time.Second, time.Until(last.Add(deadline)))) != nil {
-				return
-			}
-		}
-	}
+	w.live.ka.Prove(ctx, w.ConfirmEvery, heard,
+		func(context.Context) (bool, error) { return false, stream.Send(progress) },
+		func(quiet time.Duration) {
+			cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
+		})
 }
 
 // closeSilent closes Client's connections that read nothing for

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -145,18 +146,7 @@ func (p *peerNet) accept(j int, l net.Listener) {
 // splice copies src to dst until either ends, then closes both.
 func (p *peerNet) splice(dst, src net.Conn) {
 	defer p.wg.Done()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
+	io.Copy(dst, src)
 	dst.Close()
 	src.Close()
 	p.mu.Lock()

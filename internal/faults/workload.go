@@ -176,39 +176,32 @@ func (w *Workload) Writes() (all, keys int64) {
 // WaitFailures waits until n more write attempts than counted now failed,
 // ctx ends, or d passes; it reports whether they did.
 func (w *Workload) WaitFailures(ctx context.Context, n int64, d time.Duration) bool {
-	w.mu.Lock()
-	target := w.failures + n
-	w.mu.Unlock()
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
+	failures := func() int64 {
 		w.mu.Lock()
-		more, failures := w.more, w.failures
-		w.mu.Unlock()
-		if failures >= target {
-			return true
-		}
-		select {
-		case <-more:
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return false
-		}
+		defer w.mu.Unlock()
+		return w.failures
 	}
+	return w.waitCount(ctx, failures, n, d)
 }
 
 // WaitWrites waits until n more writes (keys: under KeyPrefix) than
 // counted now are acknowledged, ctx ends, or d passes; it reports whether
 // they were.
 func (w *Workload) WaitWrites(ctx context.Context, n int64, keys bool, d time.Duration) bool {
-	count := func() int64 {
+	writes := func() int64 {
 		all, k := w.Writes()
 		if keys {
 			return k
 		}
 		return all
 	}
+	return w.waitCount(ctx, writes, n, d)
+}
+
+// waitCount waits until count has grown by n from now (it is read again
+// at each write and each failure), ctx ends, or d passes; it reports
+// whether it did.
+func (w *Workload) waitCount(ctx context.Context, count func() int64, n int64, d time.Duration) bool {
 	target := count() + n
 	timer := time.NewTimer(d)
 	defer timer.Stop()

@@ -432,7 +432,9 @@ func (r *run) print(ev nodeset.Event) error {
 	if err := r.enc.Encode(ev); err != nil {
 		return err
 	}
-	r.lastPrint = time.Now()
+	if r.o.Heartbeat > 0 {
+		r.lastPrint = time.Now()
+	}
 	if r.o.Count > 0 && r.res.Events >= r.o.Count {
 		return errGoalMet
 	}

@@ -462,52 +462,28 @@ func (r *clientRun) establish(est *atomic.Bool) {
 var errSilent = errors.New("no answer")
 
 // prove keeps a stream on conn proving that its server is alive, until
-// ctx ends: once it has heard nothing for Keepalive.Time (or the
-// Client's ConfirmEvery, if shorter), it asks the server
-// (CuratorLocal.GetCurrentLeader, on the same connection, which every
-// Curator node serves: any answer will do, an error status included, as
-// it proves that the connection carries bytes) every second; an answer
-// is handed over as a Confirmed batch. When Keepalive.Time +
-// Keepalive.Timeout pass without hearing anything, it ends the stream
-// through cancel with errSilent. The Curator wire has no progress, so
-// this confirms the connection, not the view.
+// ctx ends (see dial.Keepalive.Prove): the question is
+// CuratorLocal.GetCurrentLeader on the same connection, which every
+// Curator node serves (any answer will do, an error status included, as
+// it proves that the connection carries bytes), and an answer is handed
+// over as a Confirmed batch once the first full state was. A stream
+// silent for the keepalive deadline is ended with errSilent through
+// cancel. The Curator wire has no progress, so this confirms the
+// connection, not the view.
 func (r *clientRun) prove(ctx context.Context, conn *grpc.ClientConn, target string, heard *atomic.Int64, cancel context.CancelCauseFunc) {
-	ka := r.c.Keepalive.OrDefaults()
-	every := ka.Time
-	if r.c.ConfirmEvery > 0 {
-		every = min(every, r.c.ConfirmEvery)
-	}
-	deadline := ka.Time + ka.Timeout
-	for {
-		last := heard.Load()
-		if backoff.Sleep(ctx, time.Until(time.Unix(0, last).Add(every))) != nil {
-			return
-		}
-		for heard.Load() == last {
-			quiet := time.Since(time.Unix(0, last))
-			if quiet >= deadline {
-				cancel(fmt.Errorf("%w from %s for %v, not even to a probe: the connection went silent", errSilent, target, quiet.Round(time.Millisecond)))
-				return
+	r.c.Keepalive.Prove(ctx, r.c.ConfirmEvery, heard,
+		func(ctx context.Context) (bool, error) {
+			if probe(ctx, conn) != nil {
+				return false, nil
 			}
-			wait := min(time.Second, deadline-quiet)
-			pctx, pcancel := context.WithTimeout(ctx, wait)
-			err := probe(pctx, conn)
-			pcancel()
-			if ctx.Err() != nil {
-				return
+			if r.handedFull.Load() { // a confirmation must not come before the first state
+				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
 			}
-			if err == nil {
-				heard.CompareAndSwap(last, time.Now().UnixNano())
-				if r.handedFull.Load() { // a confirmation must not come before the first state
-					r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
-				}
-				break
-			}
-			if err := backoff.Sleep(ctx, time.Until(time.Now().Add(wait))); err != nil && ctx.Err() != nil {
-				return
-			}
-		}
-	}
+			return true, nil
+		},
+		func(quiet time.Duration) {
+			cancel(fmt.Errorf("%w from %s for %v, not even to a probe: the connection went silent", errSilent, target, quiet.Round(time.Millisecond)))
+		})
 }
 
 // probe asks conn's server for the leader and reports whether it answered
