@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // BenchmarkKeyOnce100k: `nodewatch key --prefix /b/ --once` over 100,000

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // changes follows one watch as NDJSON and one as -o text, makes each

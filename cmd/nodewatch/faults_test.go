@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/faults"
+	"github.com/nodewatch/nodewatch/internal/testkit/faults"
 )
 
 // The fault suite (package faults): nodewatch processes follow a 3-member

@@ -9,7 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
@@ -39,7 +40,7 @@ func watchFlags() []cli.Flag {
 // watchOptions are the parsed watchFlags, validated before anything
 // connects.
 type watchOptions struct {
-	filter, equals, until *stream.Program
+	filter, equals, until *jq.Program
 	strict                bool
 	once                  bool
 	count                 int
@@ -55,7 +56,7 @@ type watchOptions struct {
 	summary func(obj any) string
 	// changeRoot is the part of an object whose changes -o text shows
 	// for an update (nil: all of it).
-	changeRoot doc.Path
+	changeRoot jsondoc.Path
 	// target names what is watched in messages, e.g. "curator at a,b".
 	target string
 	// confirms names what the source's confirmations confirm, for
@@ -92,7 +93,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	if o.timeout < 0 || o.dialTimeout <= 0 {
 		return nil, usagef("--timeout and --dial-timeout must be positive")
 	}
-	var vars stream.Vars
+	var vars jq.Vars
 	for _, a := range c.StringSlice("arg") {
 		name, value, ok := strings.Cut(a, argSep)
 		if !ok {
@@ -106,7 +107,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 			return nil, usagef("--argjson: want NAME JSON, got %q", a)
 		}
 		if err := vars.AddJSON(name, value); err != nil {
-			return nil, &usageError{err}
+			return nil, usagef("--argjson %s: %v", name, err)
 		}
 	}
 	equals := c.String("equals")
@@ -115,12 +116,12 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	}
 	for _, p := range []struct {
 		flag, expr string
-		dst        **stream.Program
+		dst        **jq.Program
 	}{{"--filter", c.String("filter"), &o.filter}, {"--equals", equals, &o.equals}, {"--until", c.String("until"), &o.until}} {
 		if p.expr == "" {
 			continue
 		}
-		prog, err := stream.Compile(p.flag, p.expr, vars)
+		prog, err := jq.Compile(p.flag, p.expr, vars)
 		if err != nil {
 			return nil, &usageError{err}
 		}
@@ -135,7 +136,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 			// shape); the newline ends a comment the user's may end with.
 			expr = "(" + alsoFilter + ") and (" + user + "\n)"
 		}
-		prog, err := stream.Compile("--filter", expr, vars)
+		prog, err := jq.Compile("--filter", expr, vars)
 		if err != nil {
 			return nil, &usageError{err}
 		}

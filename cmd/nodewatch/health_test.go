@@ -10,7 +10,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // putNodeHealth writes the record of node id (UP at addr) with health

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // keyOptions are the flags of `nodewatch key`.
@@ -105,7 +105,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	o.list = o.prefix
 	o.confirms = "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
-	o.changeRoot = doc.Path{"value"} // the revisions change with every update
+	o.changeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.summary = o.textSummary
 	return o, nil
 }
@@ -121,16 +121,16 @@ type keyRule struct {
 // order the patterns name them) and its value; the revisions are noise to
 // a human.
 func (o *keyOptions) textSummary(obj any) string {
-	d, ok := obj.(*doc.Doc) // as etcdkv.Object makes every key's object
+	d, ok := obj.(*jsondoc.Doc) // as etcdkv.Object makes every key's object
 	if !ok {
 		return ""
 	}
 	// The parts as stored (the value's members in the JSON output's
 	// order), without decoding the value.
-	value, _ := doc.At(d, doc.Path{"value"})
+	value, _ := jsondoc.At(d, jsondoc.Path{"value"})
 	var fields map[string]any
-	if raw, ok := doc.At(d, doc.Path{"fields"}); ok {
-		t, _ := doc.Decode(raw)
+	if raw, ok := jsondoc.At(d, jsondoc.Path{"fields"}); ok {
+		t, _ := jsondoc.Decode(raw)
 		fields, _ = t.(map[string]any)
 	}
 	if len(fields) == 0 {

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/nodewatch/nodewatch/internal/faults"
+	"github.com/nodewatch/nodewatch/internal/testkit/faults"
 )
 
 // TestMain fails the package's tests if a goroutine they started is

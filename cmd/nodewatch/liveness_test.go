@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
-	"github.com/nodewatch/nodewatch/internal/netfault"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
 // The liveness tests give a silent connection up after 2s of silence

@@ -14,7 +14,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -173,7 +173,7 @@ func healthFlags() []cli.Flag {
 // nodeSummary is what -o text shows of a node: state, health (with
 // --health), address, roles.
 func nodeSummary(obj any) string {
-	n, _ := doc.TreeOf(obj).(map[string]any)
+	n, _ := jsondoc.TreeOf(obj).(map[string]any)
 	state, _ := n["state"].(string)
 	state = strings.TrimPrefix(state, "NODE_STATE_")
 	if state == "" {

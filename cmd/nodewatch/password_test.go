@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // TestKeyPasswordNoTerminal: --user NAME without a password, with no

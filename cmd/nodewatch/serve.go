@@ -203,7 +203,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	}
 	host, portStr, _ := net.SplitHostPort(l.Addr().String())
 	port, _ := strconv.Atoi(portStr)
-	srv := server.NewServer(server.ServerConfig{
+	srv := server.New(server.Config{
 		Etcd: client, EtcdConns: o.etcd.Conns, Keepalive: o.etcd.Keepalive,
 		Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
 	})

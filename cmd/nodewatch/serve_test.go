@@ -26,7 +26,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // TestServeFlagErrors: bad limits and unusable TLS files are usage errors

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 func TestSimUsage(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
-	"github.com/nodewatch/nodewatch/internal/replay"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
 
 // TestSoak (make soak; skipped unless NODEWATCH_SOAK is a duration): the

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // DecodeRecord decodes the node record stored under the key whose id is id.
@@ -53,7 +53,7 @@ func EncodeRecord(n *apipb.Node) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
 	}
-	return doc.CompactValid(b), nil // protojson's output is valid JSON
+	return jsondoc.CompactValid(b), nil // protojson's output is valid JSON
 }
 
 // EncodeRecordBinary encodes n as a binary protobuf node record,
@@ -71,10 +71,10 @@ func EncodeRecordBinary(n *apipb.Node) ([]byte, error) {
 // members in field-number order, enums by name, 64-bit integers as
 // strings, bytes as base64, no unpopulated fields. It is the same JSON as
 // EncodeRecord's.
-func Object(n *apipb.Node) (*doc.Doc, error) {
+func Object(n *apipb.Node) (*jsondoc.Doc, error) {
 	b, err := EncodeRecord(n)
 	if err != nil {
 		return nil, err
 	}
-	return doc.New(b), nil
+	return jsondoc.New(b), nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 func TestDecodeRecord(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/handoff"
-	"github.com/nodewatch/nodewatch/internal/netfault"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
 // fastKeepalive gives a silent connection up within 2s of its last byte,

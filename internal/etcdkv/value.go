@@ -13,8 +13,8 @@ import (
 	"github.com/itchyny/gojq"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/gobjson"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // ValueMode says how a value's bytes become JSON (nodewatch --value).
@@ -66,7 +66,7 @@ func ParseValueMode(s string) (ValueMode, error) {
 // {"base64": "..."}, as values do under auto. A JSON value is printed as
 // stored, compacted: its members in their stored order, its numbers as
 // written (none loses precision).
-func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*doc.Doc, error) {
+func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, error) {
 	b := make([]byte, 0, len(kv.Key)+len(kv.Value)+128)
 	b = append(b, `{"create_revision":`...)
 	b = strconv.AppendInt(b, kv.CreateRevision, 10)
@@ -96,7 +96,7 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*doc.Doc, erro
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, kv.Version, 10)
 	b = append(b, '}')
-	return doc.New(b), nil
+	return jsondoc.New(b), nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as

@@ -10,7 +10,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -77,7 +77,7 @@ func valueTree(b []byte, mode ValueMode) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return doc.Decode(out)
+	return jsondoc.Decode(out)
 }
 
 func TestObject(t *testing.T) {

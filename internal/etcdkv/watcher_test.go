@@ -13,9 +13,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // startWatcher runs w until the test ends and returns its mailbox.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/mgmttest"
+	"github.com/nodewatch/nodewatch/internal/testkit/mgmttest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

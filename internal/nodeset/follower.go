@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // EventType is the kind of an Event.
@@ -78,7 +78,7 @@ type Follower struct {
 	// from it.
 	Filter func(id string, obj any) (bool, error)
 	// Equals reports whether two states of one id are the same for the
-	// user, so that no Updated is printed. Nil compares *doc.Doc
+	// user, so that no Updated is printed. Nil compares *jsondoc.Doc
 	// objects by their JSON, others with reflect.DeepEqual.
 	// An error stops Apply and is returned from it.
 	Equals func(id string, a, b any) (bool, error)
@@ -198,8 +198,8 @@ func (f *Follower) step(c Change) (Event, error) {
 
 func (f *Follower) equal(id string, a, b any) (bool, error) {
 	if f.Equals == nil {
-		da, aok := a.(*doc.Doc)
-		db, bok := b.(*doc.Doc)
+		da, aok := a.(*jsondoc.Doc)
+		db, bok := b.(*jsondoc.Doc)
 		if aok && bok {
 			return da.Equal(db), nil
 		}

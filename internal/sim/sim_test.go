@@ -17,8 +17,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 var (

@@ -1,13 +1,12 @@
 package stream
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -26,13 +25,13 @@ func nodeObject(b *testing.B) any {
 }
 
 // BenchmarkEncodeUpdated: one `updated` line (object and prev) for a node,
-// as the sources hand nodes over: a doc.Doc, printed as its bytes.
+// as the sources hand nodes over: a jsondoc.Doc, printed as its bytes.
 func BenchmarkEncodeUpdated(b *testing.B) {
-	benchmarkEncodeUpdated(b, doc.New([]byte(nodeText)))
+	benchmarkEncodeUpdated(b, jsondoc.New([]byte(nodeText)))
 }
 
 // BenchmarkEncodeUpdatedTree: the same line from a decoded tree, encoded
-// as gojq does (how every object was printed before doc.Doc).
+// as gojq does (how every object was printed before jsondoc.Doc).
 func BenchmarkEncodeUpdatedTree(b *testing.B) {
 	benchmarkEncodeUpdated(b, nodeObject(b))
 }
@@ -41,45 +40,15 @@ func benchmarkEncodeUpdated(b *testing.B, obj any) {
 	e := NewEncoder(io.Discard, Options{})
 	// prev differs from obj in one field, as most updates of a node do.
 	prevText := strings.Replace(nodeText, `"10.52.247.240"`, `"10.52.247.241"`, 1)
-	var prev any = doc.New([]byte(prevText))
-	if _, isDoc := obj.(*doc.Doc); !isDoc {
-		prev, _ = doc.Decode([]byte(prevText))
+	var prev any = jsondoc.New([]byte(prevText))
+	if _, isDoc := obj.(*jsondoc.Doc); !isDoc {
+		prev, _ = jsondoc.Decode([]byte(prevText))
 	}
 	ev := nodeset.Event{Type: nodeset.Updated, ID: "metropolis-208b1dedfbcc7806c84d62cd892a1740", Object: obj, Prev: prev}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if err := e.Encode(ev); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkFilterNode: one --filter evaluation on a node.
-func BenchmarkFilterNode(b *testing.B) {
-	obj := nodeObject(b)
-	p, err := Compile("--filter", `.state == "NODE_STATE_UP" and (.roles | has("kubernetes_worker"))`, Vars{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if ok, err := p.Truthy(context.Background(), obj); !ok || err != nil {
-			b.Fatal(ok, err)
-		}
-	}
-}
-
-// BenchmarkEqualsNode: one --equals comparison of two nodes.
-func BenchmarkEqualsNode(b *testing.B) {
-	obj := nodeObject(b)
-	p, err := Compile("--equals", `.status.external_address`, Vars{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if eq, err := p.Equal(context.Background(), obj, obj); !eq || err != nil {
-			b.Fatal(eq, err)
 		}
 	}
 }

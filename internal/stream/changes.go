@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -29,7 +29,7 @@ const (
 //	.status.external_address: "10.0.0.1" → "10.0.0.2"
 func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 	root := e.opts.ChangeRoot
-	var paths []doc.Path
+	var paths []jsondoc.Path
 	for _, p := range e.changed(ev) {
 		if len(p) >= len(root) && slices.Equal(p[:len(root)], root) {
 			paths = append(paths, p)
@@ -58,8 +58,8 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 			used += utf8.RuneCountInString(name) + 2
 		}
 		budget := max((width-used)/2, 12)
-		old, oldOK := doc.At(prev, p)
-		now, nowOK := doc.At(obj, p)
+		old, oldOK := jsondoc.At(prev, p)
+		now, nowOK := jsondoc.At(obj, p)
 		o, n := shorten(old, oldOK, budget), shorten(now, nowOK, budget)
 		// A list (an object) that had to be summed up on one side is
 		// summed up on both, so that the two compare at a glance.
@@ -134,7 +134,7 @@ var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // size sums up the array or object v: "[3 items]", "{1 field}".
 func size(v []byte) string {
-	n := doc.Len(v)
+	n := jsondoc.Len(v)
 	if v[0] == '[' {
 		return fmt.Sprintf("[%d %s]", n, plural(n, "item"))
 	}
@@ -150,7 +150,7 @@ func plural(n int, word string) string {
 
 // FormatPath returns p as a jq path expression: .status.external_address,
 // .roles[0], .labels["app.kubernetes.io/name"]; the empty path is ".".
-func FormatPath(p doc.Path) string {
+func FormatPath(p jsondoc.Path) string {
 	if len(p) == 0 {
 		return "."
 	}

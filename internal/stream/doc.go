@@ -1,6 +1,6 @@
-// Package stream is nodewatch's output side: the jq programs that decide
-// what is printed (Program) and the encoder that prints events as one JSON
-// object per line (Encoder).
+// Package stream is nodewatch's output side: the encoder that prints events
+// as one JSON object per line (Encoder), or as one human line per event
+// (-o text). The jq programs that decide what is printed are package jq.
 //
 // Its promise to pipelines: stdout carries nothing but events; every line
 // is compact JSON with "type" first and object keys sorted, so a given

@@ -14,7 +14,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -61,7 +61,7 @@ type Options struct {
 	// ChangeRoot is the part of an object whose changes a Text update
 	// shows, one line each, with paths relative to it (for a key: its
 	// value). Nil shows every change.
-	ChangeRoot doc.Path
+	ChangeRoot jsondoc.Path
 	// Width is how wide a Text change line may be; 0 means 100.
 	Width int
 }
@@ -72,7 +72,7 @@ type Encoder struct {
 	w    *bufio.Writer
 	opts Options
 	line bytes.Buffer
-	diff doc.Differ
+	diff jsondoc.Differ
 	err  error
 }
 
@@ -261,21 +261,21 @@ func (e *Encoder) color(b *bytes.Buffer, code string) {
 
 // changed returns the paths at which an update's object differs from
 // its prev (valid until the next call).
-func (e *Encoder) changed(ev nodeset.Event) []doc.Path {
+func (e *Encoder) changed(ev nodeset.Event) []jsondoc.Path {
 	return e.diff.Diff(asDoc(ev.Prev), asDoc(ev.Object))
 }
 
 // asDoc returns v as a Doc: itself if it is one, else its encoding.
-func asDoc(v any) *doc.Doc {
-	if d, ok := v.(*doc.Doc); ok {
+func asDoc(v any) *jsondoc.Doc {
+	if d, ok := v.(*jsondoc.Doc); ok {
 		return d
 	}
 	out, _ := gojq.Marshal(v) // never fails for the types gojq accepts
-	return doc.New(out)
+	return jsondoc.New(out)
 }
 
 // writePaths writes paths as JSON: an array of jq paths.
-func writePaths(b *bytes.Buffer, paths []doc.Path) {
+func writePaths(b *bytes.Buffer, paths []jsondoc.Path) {
 	b.WriteByte('[')
 	for i, p := range paths {
 		if i > 0 {
@@ -320,10 +320,10 @@ func ID(id string) any {
 	return map[string]any{"base64": base64.StdEncoding.EncodeToString([]byte(id))}
 }
 
-// writeValue writes v: a *doc.Doc as its JSON, anything else the way jq
+// writeValue writes v: a *jsondoc.Doc as its JSON, anything else the way jq
 // would (keys sorted, numbers exact).
 func writeValue(b *bytes.Buffer, v any) {
-	if d, ok := v.(*doc.Doc); ok {
+	if d, ok := v.(*jsondoc.Doc); ok {
 		b.Write(d.JSON())
 		return
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -33,8 +33,8 @@ func TestEncoderLines(t *testing.T) {
 	}, {
 		name: "updated: changed paths in jq's order, keys escaped",
 		ev: nodeset.Event{Type: nodeset.Updated, ID: "n1",
-			Prev:   doc.New([]byte(`{"s":{"b":1,"a\"":[1,2]},"gone":true}`)),
-			Object: doc.New([]byte(`{"s":{"a\"":[1,3],"b":1},"new":null}`))},
+			Prev:   jsondoc.New([]byte(`{"s":{"b":1,"a\"":[1,2]},"gone":true}`)),
+			Object: jsondoc.New([]byte(`{"s":{"a\"":[1,3],"b":1},"new":null}`))},
 		want: `{"type":"updated","id":"n1","changed":[["gone"],["new"],["s","a\"",1]],"object":{"s":{"a\"":[1,3],"b":1},"new":null},"prev":{"s":{"b":1,"a\"":[1,2]},"gone":true}}` + "\n",
 	}, {
 		name: "deleted with binary id",
@@ -169,7 +169,7 @@ func TestEncoderTextChanges(t *testing.T) {
 	many, manyPrev = many+`"z":0}`, manyPrev+`"z":0}`
 	tests := []struct {
 		name      string
-		root      doc.Path
+		root      jsondoc.Path
 		prev, obj string
 		want      string
 	}{{
@@ -188,25 +188,25 @@ func TestEncoderTextChanges(t *testing.T) {
 			"           .r[1].n: 2 → 5\n",
 	}, {
 		name: "a key's JSON value: paths relative to it",
-		root: doc.Path{"value"},
+		root: jsondoc.Path{"value"},
 		prev: `{"mod_revision":4,"value":{"replicas":2,"image":"a"},"version":1}`,
 		obj:  `{"mod_revision":5,"value":{"replicas":3,"image":"a"},"version":2}`,
 		want: "           .replicas: 2 → 3\n",
 	}, {
 		name: "a key's text value: old → new, long strings cut",
-		root: doc.Path{"value"},
+		root: jsondoc.Path{"value"},
 		prev: `{"mod_revision":4,"value":"hello","version":1}`,
 		obj:  `{"mod_revision":5,"value":` + long + `,"version":2}`,
 		want: "           \"hello\" → \"" + strings.Repeat("x", 40) + "…\"\n",
 	}, {
 		name: "a key re-put with the same value",
-		root: doc.Path{"value"},
+		root: jsondoc.Path{"value"},
 		prev: `{"mod_revision":4,"value":1,"version":1}`,
 		obj:  `{"mod_revision":5,"value":1,"version":2}`,
 		want: "           (.value unchanged)\n",
 	}, {
 		name: "binary values",
-		root: doc.Path{"value"},
+		root: jsondoc.Path{"value"},
 		prev: `{"value":{"base64":"/wA="}}`,
 		obj:  `{"value":{"base64":"/wE="}}`,
 		want: "           .base64: \"/wA=\" → \"/wE=\"\n",
@@ -231,7 +231,7 @@ func TestEncoderTextChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			e := NewEncoder(&buf, Options{Format: Text, Now: at, ChangeRoot: tt.root, Width: 100, Summary: func(any) string { return "S" }})
-			ev := nodeset.Event{Type: nodeset.Updated, ID: "/x\x1b[2J", Prev: doc.New([]byte(tt.prev)), Object: doc.New([]byte(tt.obj))}
+			ev := nodeset.Event{Type: nodeset.Updated, ID: "/x\x1b[2J", Prev: jsondoc.New([]byte(tt.prev)), Object: jsondoc.New([]byte(tt.obj))}
 			if err := e.Encode(ev); err != nil {
 				t.Fatal(err)
 			}
@@ -246,15 +246,15 @@ func TestEncoderTextChanges(t *testing.T) {
 
 func TestFormatPath(t *testing.T) {
 	for _, c := range []struct {
-		p    doc.Path
+		p    jsondoc.Path
 		want string
 	}{
 		{nil, "."},
-		{doc.Path{"a", "b_2"}, ".a.b_2"},
-		{doc.Path{0, "a"}, ".[0].a"},
-		{doc.Path{"roles", 3}, ".roles[3]"},
-		{doc.Path{"x.y", "2a", "and", "é"}, `.["x.y"]["2a"]["and"]["é"]`},
-		{doc.Path{""}, `.[""]`},
+		{jsondoc.Path{"a", "b_2"}, ".a.b_2"},
+		{jsondoc.Path{0, "a"}, ".[0].a"},
+		{jsondoc.Path{"roles", 3}, ".roles[3]"},
+		{jsondoc.Path{"x.y", "2a", "and", "é"}, `.["x.y"]["2a"]["and"]["é"]`},
+		{jsondoc.Path{""}, `.[""]`},
 	} {
 		if got := FormatPath(c.p); got != c.want {
 			t.Errorf("FormatPath(%#v) = %s, want %s", c.p, got, c.want)
@@ -266,7 +266,7 @@ func TestFormatPath(t *testing.T) {
 // width, colour codes taking no room; without a width it stays whole.
 func TestEncoderTextCutsSummary(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
-	ev := nodeset.Event{Type: nodeset.New, ID: "/k", Object: doc.New([]byte(`{"v":"` + strings.Repeat("é", 50) + `"}`))}
+	ev := nodeset.Event{Type: nodeset.New, ID: "/k", Object: jsondoc.New([]byte(`{"v":"` + strings.Repeat("é", 50) + `"}`))}
 	for _, c := range []struct {
 		opts Options
 		want string

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -87,7 +87,7 @@ func TestListModel(t *testing.T) {
 			case 0:
 				all = append(all, nodeset.Change{ID: id, Undecodable: true})
 			case 1:
-				all = append(all, nodeset.Change{ID: id, Object: doc.New(fmt.Appendf(nil, `{"v":%d}`, v))})
+				all = append(all, nodeset.Change{ID: id, Object: jsondoc.New(fmt.Appendf(nil, `{"v":%d}`, v))})
 			default:
 				all = append(all, put(id, v))
 			}

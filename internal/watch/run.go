@@ -32,8 +32,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
@@ -72,7 +73,7 @@ type Options struct {
 	// Filter decides which objects are of interest, Equals which changes
 	// count (nil compares whole objects), Until ends the run once it holds
 	// over the printed view.
-	Filter, Equals, Until *stream.Program
+	Filter, Equals, Until *jq.Program
 	// List: Until sees the view as an array of objects in id order (a
 	// prefix, every node); otherwise the one object, or null.
 	List bool
@@ -537,7 +538,7 @@ func (r *run) filterFunc() func(id string, obj any) (bool, error) {
 		return nil
 	}
 	return func(id string, obj any) (bool, error) {
-		ok, err := r.o.Filter.Truthy(r.ctx, doc.TreeOf(obj))
+		ok, err := r.o.Filter.Truthy(r.ctx, jsondoc.TreeOf(obj))
 		return ok, r.evalError(id, err)
 	}
 }
@@ -547,7 +548,7 @@ func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
 		return nil
 	}
 	return func(id string, a, b any) (bool, error) {
-		eq, err := r.o.Equals.Equal(r.ctx, doc.TreeOf(a), doc.TreeOf(b))
+		eq, err := r.o.Equals.Equal(r.ctx, jsondoc.TreeOf(a), jsondoc.TreeOf(b))
 		return eq, r.evalError(id, err) // on error eq is false: print the change
 	}
 }
@@ -558,13 +559,13 @@ func (r *run) untilMet() (bool, error) {
 	if r.o.List {
 		objs := make([]any, 0, set.Len())
 		set.Ascend(func(_ string, obj any) bool {
-			objs = append(objs, doc.TreeOf(obj))
+			objs = append(objs, jsondoc.TreeOf(obj))
 			return true
 		})
 		view = objs
 	} else {
 		set.Ascend(func(_ string, obj any) bool {
-			view = doc.TreeOf(obj)
+			view = jsondoc.TreeOf(obj)
 			return false
 		})
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
-	"github.com/nodewatch/nodewatch/internal/stream"
 )
 
 // Test timeouts: how long to wait for what should happen, and how long to
@@ -71,9 +71,9 @@ func change(c ...nodeset.Change) nodeset.Batch {
 	return nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: c}
 }
 
-func compile(t *testing.T, flag, expr string) *stream.Program {
+func compile(t *testing.T, flag, expr string) *jq.Program {
 	t.Helper()
-	p, err := stream.Compile(flag, expr, stream.Vars{})
+	p, err := jq.Compile(flag, expr, jq.Vars{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,15 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
-	"github.com/nodewatch/nodewatch/internal/doc"
 	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // obj returns n as the client hands it over.
-func obj(t *testing.T, n *apipb.Node) *doc.Doc {
+func obj(t *testing.T, n *apipb.Node) *jsondoc.Doc {
 	t.Helper()
 	o, err := curator.Object(n)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestClientReconnectResync(t *testing.T) {
 	c2, d := curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")
 	st.Put(c2, d)
 	// A new server (which lists etcd afresh) on the same address.
-	serveReady(t, g1.Addr, server.ServerConfig{Etcd: st.Etcd, Logf: lg.Logf})
+	serveReady(t, g1.Addr, server.Config{Etcd: st.Etcd, Logf: lg.Logf})
 
 	got := r.next()
 	if got.Cause != nodeset.CauseResync {
@@ -358,7 +358,7 @@ func TestClientNodeResync(t *testing.T) {
 	// same address, once it holds the records: the client must not
 	// settle for "no node" while it lists.
 	restart := func() *curatortest.GRPCServer {
-		_, g := serveReady(t, g.Addr, server.ServerConfig{Etcd: st.Etcd, Logf: lg.Logf})
+		_, g := serveReady(t, g.Addr, server.Config{Etcd: st.Etcd, Logf: lg.Logf})
 		return g
 	}
 	b := r.next()

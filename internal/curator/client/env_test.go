@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 const (
@@ -22,9 +22,9 @@ const (
 )
 
 // startServer runs a Curator server for cfg until the test ends.
-func startServer(t *testing.T, cfg server.ServerConfig) *server.Server {
+func startServer(t *testing.T, cfg server.Config) *server.Server {
 	t.Helper()
-	s := server.NewServer(cfg)
+	s := server.New(cfg)
 	curatortest.Start(t, s)
 	return s
 }
@@ -33,7 +33,7 @@ func startServer(t *testing.T, cfg server.ServerConfig) *server.Server {
 // holds them.
 func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*server.Server, *curatortest.GRPCServer) {
 	t.Helper()
-	return serveReady(t, "", server.ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	return serveReady(t, "", server.Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
 }
 
 // serveReady runs a server for cfg and serves it on addr ("" picks a free
@@ -41,7 +41,7 @@ func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*ser
 // that answers at once, whatever the load, so that a node_in_cluster
 // client's Settle measures the server's silence about a node, not how
 // long it took to list etcd.
-func serveReady(t *testing.T, addr string, cfg server.ServerConfig) (*server.Server, *curatortest.GRPCServer) {
+func serveReady(t *testing.T, addr string, cfg server.Config) (*server.Server, *curatortest.GRPCServer) {
 	t.Helper()
 	s := startServer(t, cfg)
 	curatortest.WaitReady(t, s)

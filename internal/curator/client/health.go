@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -35,7 +35,7 @@ var unknown = health{health: mgmtpb.Node_HEALTH_UNKNOWN}
 // polled every HealthInterval on a connection of its own (see Client).
 func (c *Client) runWithHealth(ctx context.Context, out nodeset.Sink) error {
 	ctx, cancel := context.WithCancelCause(ctx)
-	m := &merger{out: out, nodes: map[string]*doc.Doc{}, shown: map[string]health{}}
+	m := &merger{out: out, nodes: map[string]*jsondoc.Doc{}, shown: map[string]health{}}
 	var wg sync.WaitGroup
 	// Deferred calls run last first: the poller is told to stop, then
 	// waited for, so that it never outlives Run (nor puts into out after).
@@ -156,12 +156,12 @@ func getNodes(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration)
 type merger struct {
 	out nodeset.Sink
 
-	mu      sync.Mutex          // guards the fields below
-	nodes   map[string]*doc.Doc // the Watch stream's current nodes
-	polled  map[string]health   // the last poll's answer; nil before the first
-	shown   map[string]health   // the health in each node's object as passed on
-	holding bool                // a full batch waits for the first poll
-	held    nodeset.Cause       // the Cause of that batch
+	mu      sync.Mutex              // guards the fields below
+	nodes   map[string]*jsondoc.Doc // the Watch stream's current nodes
+	polled  map[string]health       // the last poll's answer; nil before the first
+	shown   map[string]health       // the health in each node's object as passed on
+	holding bool                    // a full batch waits for the first poll
+	held    nodeset.Cause           // the Cause of that batch
 }
 
 // Put takes a batch of the Watch stream.
@@ -169,10 +169,10 @@ func (m *merger) Put(b nodeset.Batch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if b.Full() {
-		m.nodes = make(map[string]*doc.Doc, len(b.Changes))
+		m.nodes = make(map[string]*jsondoc.Doc, len(b.Changes))
 		for _, c := range b.Changes {
 			if !c.Deleted {
-				m.nodes[c.ID] = c.Object.(*doc.Doc)
+				m.nodes[c.ID] = c.Object.(*jsondoc.Doc)
 			}
 		}
 		if m.polled == nil {
@@ -196,7 +196,7 @@ func (m *merger) Put(b nodeset.Batch) {
 			out = append(out, c)
 			continue
 		}
-		obj := c.Object.(*doc.Doc)
+		obj := c.Object.(*jsondoc.Doc)
 		m.nodes[c.ID] = obj
 		if m.holding {
 			continue
@@ -267,7 +267,7 @@ func (m *merger) latest(id string) health {
 // withHealth returns obj (a JSON object) with "health" and, when known,
 // "time_since_heartbeat" (protobuf JSON: "1.5s") added as its last
 // members.
-func withHealth(obj *doc.Doc, h health) *doc.Doc {
+func withHealth(obj *jsondoc.Doc, h health) *jsondoc.Doc {
 	j := obj.JSON()
 	b := make([]byte, 0, len(j)+64)
 	b = append(b, j[:len(j)-1]...) // without its closing brace
@@ -283,5 +283,5 @@ func withHealth(obj *doc.Doc, h health) *doc.Doc {
 			b = append(b, d...)
 		}
 	}
-	return doc.New(append(b, '}'))
+	return jsondoc.New(append(b, '}'))
 }

@@ -11,10 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // recorder is a Sink that keeps the batches put into it.
@@ -38,11 +38,11 @@ func TestMergerModel(t *testing.T) {
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 1))
 		out := &recorder{}
-		m := &merger{out: out, nodes: map[string]*doc.Doc{}, shown: map[string]health{}}
+		m := &merger{out: out, nodes: map[string]*jsondoc.Doc{}, shown: map[string]health{}}
 		nodes := map[string]string{}                  // the model: the Watch stream's nodes
 		var polled map[string]health                  // the last poll; nil before the first
 		sinces := map[string]map[time.Duration]bool{} // every time_since_heartbeat polled, per id
-		view := map[string]*doc.Doc{}                 // what a reader of out sees
+		view := map[string]*jsondoc.Doc{}             // what a reader of out sees
 		read := 0                                     // batches of out applied to view
 
 		ids := []string{"a", "b", "c", "d", "e"}
@@ -56,7 +56,7 @@ func TestMergerModel(t *testing.T) {
 				for _, id := range ids {
 					if rng.IntN(2) == 0 {
 						nodes[id] = obj(id)
-						b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: doc.New([]byte(nodes[id]))})
+						b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
 					}
 				}
 				desc = fmt.Sprintf("full %v", nodes)
@@ -71,7 +71,7 @@ func TestMergerModel(t *testing.T) {
 						continue
 					}
 					nodes[id] = obj(id)
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: doc.New([]byte(nodes[id]))})
+					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
 				}
 				desc = fmt.Sprintf("change %v", b.Changes)
 				m.Put(b)
@@ -114,7 +114,7 @@ func TestMergerModel(t *testing.T) {
 					if c.Deleted {
 						delete(view, c.ID)
 					} else {
-						view[c.ID] = c.Object.(*doc.Doc)
+						view[c.ID] = c.Object.(*jsondoc.Doc)
 					}
 				}
 			}
@@ -163,7 +163,7 @@ func want(polled map[string]health, id string) mgmtpb.Node_Health {
 	return mgmtpb.Node_HEALTH_UNKNOWN
 }
 
-func healthOf(t *testing.T, d *doc.Doc) string {
+func healthOf(t *testing.T, d *jsondoc.Doc) string {
 	var v struct{ Health string }
 	if err := json.Unmarshal(d.JSON(), &v); err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestWithHealth(t *testing.T) {
 		{`{"id":"a"}`, health{health: mgmtpb.Node_HEALTH_HEARTBEAT_TIMEOUT, since: durationpb.New(1500 * time.Millisecond)},
 			`{"id":"a","health":"HEALTH_HEARTBEAT_TIMEOUT","time_since_heartbeat":"1.500s"}`},
 	} {
-		if got := string(withHealth(doc.New([]byte(tc.obj)), tc.h).JSON()); got != tc.want {
+		if got := string(withHealth(jsondoc.New([]byte(tc.obj)), tc.h).JSON()); got != tc.want {
 			t.Errorf("withHealth(%s) = %s, want %s", tc.obj, got, tc.want)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // attemptLog forwards the connections it accepts to a target and notes

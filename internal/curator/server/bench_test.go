@@ -12,7 +12,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // BenchmarkServerFanout100: one change to a node record in etcd, until all
@@ -25,7 +25,7 @@ func BenchmarkServerFanout100(b *testing.B) {
 	kv := etcdtest.Client(b, url)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := NewServer(ServerConfig{Etcd: kv})
+	srv := New(Config{Etcd: kv})
 	go srv.Run(ctx)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

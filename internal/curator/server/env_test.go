@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // startServer runs a Server for cfg until the test ends.
-func startServer(t *testing.T, cfg ServerConfig) *Server {
+func startServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	s := NewServer(cfg)
+	s := New(cfg)
 	curatortest.Start(t, s)
 	return s
 }
@@ -18,6 +18,6 @@ func startServer(t *testing.T, cfg ServerConfig) *Server {
 // serveStore serves st's records over gRPC on loopback.
 func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*Server, *curatortest.GRPCServer) {
 	t.Helper()
-	s := startServer(t, ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
 	return s, curatortest.ServeGRPC(t, "", s)
 }

@@ -15,14 +15,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // serveLimited serves a Server over st through Serve with lim's options,
 // on loopback until the test ends, and returns its address.
 func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 	t.Helper()
-	s := NewServer(ServerConfig{Etcd: st.Etcd, Prefix: st.Prefix, Logf: curatortest.NewLogs(t).Logf})
+	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: curatortest.NewLogs(t).Logf})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

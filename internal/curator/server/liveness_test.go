@@ -11,12 +11,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
-	"github.com/nodewatch/nodewatch/internal/netfault"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
 // fastKeepalive: a view unconfirmed for 2s is stale (the default is 8s).
@@ -39,7 +39,7 @@ func serveBehind(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*ne
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := startServer(t, ServerConfig{Etcd: c, EtcdConns: conns, Keepalive: fastKeepalive, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: c, EtcdConns: conns, Keepalive: fastKeepalive, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
 	return fwd, curatortest.ServeGRPC(t, "", s)
 }
 

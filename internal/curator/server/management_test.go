@@ -16,8 +16,8 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // withHealth returns n's JSON record with extra top-level members added

@@ -38,8 +38,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
-// ServerConfig configures a Server.
-type ServerConfig struct {
+// Config configures a Server.
+type Config struct {
 	// Etcd reads the node records. Required. It must stay open until Run
 	// has returned; the caller closes it.
 	Etcd *clientv3.Client
@@ -82,7 +82,7 @@ type ServerConfig struct {
 // Watch allows), without ever losing a deletion of a node it was sent. A record that cannot be decoded is logged with its key
 // and skipped; streams go on. A short etcd outage goes unseen by streams:
 // they stay open and catch up. But once etcd has not confirmed the view
-// current for ServerConfig.Keepalive's Time + Timeout (a silent
+// current for Config.Keepalive's Time + Timeout (a silent
 // connection, etcd down, a member without a leader), the view may be
 // wrong without anything saying so: every stream ends with
 // codes.Unavailable, so that its client moves to another replica, and
@@ -98,7 +98,7 @@ type Server struct {
 	apipb.UnimplementedCuratorLocalServer
 	mgmtpb.UnimplementedManagementServer
 
-	cfg    ServerConfig
+	cfg    Config
 	prefix string
 
 	ready chan struct{} // closed by Run once nodes holds the initial state
@@ -197,8 +197,8 @@ var errStopped = errors.New("curator server stopped")
 // current.
 var errStale = errors.New("this replica cannot confirm that its view of etcd is current; try another")
 
-// NewServer returns a Server for cfg. Nothing happens until Run.
-func NewServer(cfg ServerConfig) *Server {
+// New returns a Server for cfg. Nothing happens until Run.
+func New(cfg Config) *Server {
 	prefix := cfg.Prefix
 	if prefix == "" {
 		prefix = curator.DefaultPrefix
@@ -612,7 +612,7 @@ func sendBacklog(srv apipb.Curator_WatchServer, nodes []wireNode, limit int) err
 }
 
 // GetCurrentLeader answers that this server is the leader, naming it by
-// ServerConfig's NodeID, Host and Port, and keeps the stream open (as the
+// Config's NodeID, Host and Port, and keeps the stream open (as the
 // Curator does, to announce changes) until the client's context ends or
 // Run returns (codes.Unavailable).
 func (s *Server) GetCurrentLeader(_ *apipb.GetCurrentLeaderRequest, srv apipb.CuratorLocal_GetCurrentLeaderServer) error {

@@ -20,8 +20,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 const (
@@ -122,7 +122,7 @@ func TestServerBacklogOversizedNode(t *testing.T) {
 	nodes := []*apipb.Node{curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")}
 	nodes[1].Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "big", Value: strings.Repeat("x", 500)}}}
 	st.Put(nodes...)
-	s := NewServer(ServerConfig{Etcd: st.Etcd})
+	s := New(Config{Etcd: st.Etcd})
 	s.eventLimit = 100 // fits two small nodes, not the big one
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -223,7 +223,7 @@ func TestServerStopped(t *testing.T) {
 	t.Parallel()
 	st := curatortest.NewStore(t)
 	st.Put(curatortest.Node("n1", up, "a"))
-	s := NewServer(ServerConfig{Etcd: st.Etcd})
+	s := New(Config{Etcd: st.Etcd})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -292,7 +292,7 @@ func TestServerSharedWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ec.Close() }) // after the server's cleanup: LIFO
-	s := startServer(t, ServerConfig{Etcd: ec})
+	s := startServer(t, Config{Etcd: ec})
 	g := curatortest.ServeGRPC(t, "", s)
 	w1 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
 	w2 := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
@@ -319,7 +319,7 @@ func TestServerEtcdResync(t *testing.T) {
 	st.Put(curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3"))
 	proxy := etcdtest.NewProxy(t, st.URL)
 	lg := curatortest.NewLogs(t)
-	s := startServer(t, ServerConfig{Etcd: etcdtest.Client(t, proxy.Endpoint), Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: etcdtest.Client(t, proxy.Endpoint), Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
 	g := curatortest.ServeGRPC(t, "", s)
 	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
 	diffEvent(t, nodesEvent(last, curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3")), w.Next())
@@ -347,7 +347,7 @@ func TestServerEtcdResync(t *testing.T) {
 func TestServerGetCurrentLeader(t *testing.T) {
 	t.Parallel()
 	st := curatortest.NewStore(t)
-	s := startServer(t, ServerConfig{Etcd: st.Etcd, NodeID: "metropolis-1", Host: "192.0.2.7", Port: 7835})
+	s := startServer(t, Config{Etcd: st.Etcd, NodeID: "metropolis-1", Host: "192.0.2.7", Port: 7835})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l, got := askLeader(t, ctx, s)
@@ -383,7 +383,7 @@ func TestServerGetCurrentLeader(t *testing.T) {
 func TestServerLeaderHostUnspecified(t *testing.T) {
 	t.Parallel()
 	st := curatortest.NewStore(t)
-	s := startServer(t, ServerConfig{Etcd: st.Etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
+	s := startServer(t, Config{Etcd: st.Etcd, NodeID: "n", Host: "0.0.0.0", Port: 7835})
 	_, got := askLeader(t, context.Background(), s) // served on 127.0.0.1
 	if got.GetLeaderHost() != "127.0.0.1" {
 		t.Fatalf("leader_host %q, want 127.0.0.1 (where the client reached the server)", got.GetLeaderHost())

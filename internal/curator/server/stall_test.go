@@ -17,7 +17,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/curatortest"
+	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // fatNode returns a node whose record is about 2 KiB, so that a few dozen
@@ -82,7 +82,7 @@ func TestServerStalledClient(t *testing.T) {
 		want[id] = fatNode(id, 0)
 	}
 	txn(t, st, want, nil)
-	s := startServer(t, ServerConfig{Etcd: st.Etcd})
+	s := startServer(t, Config{Etcd: st.Etcd})
 	g := curatortest.ServeGRPC(t, "", s)
 
 	conn, err := grpc.NewClient(g.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),

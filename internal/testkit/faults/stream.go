@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nodewatch/nodewatch/internal/replay"
+	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
 
 // Stream is a nodewatch process (`key`, `nodes`, `node`) whose stdout is

@@ -1,4 +1,8 @@
-package stream
+// Package jq compiles and runs the jq expressions that decide what a watch
+// prints (--filter), which changes count (--equals) and when it ends
+// (--until), with gojq: bounded in time, with jq's --arg/--argjson
+// variables, and with errors that say where an expression went wrong.
+package jq
 
 import (
 	"context"
@@ -34,26 +38,27 @@ func (v *Vars) Add(name string, value any) {
 	v.values = append(v.values, value)
 }
 
-// AddJSON binds $name to the JSON text value (--argjson).
+// AddJSON binds $name to the value of the JSON text value (jq's
+// --argjson).
 func (v *Vars) AddJSON(name, value string) error {
 	d := json.NewDecoder(strings.NewReader(value))
 	d.UseNumber()
 	var x any
 	if err := d.Decode(&x); err != nil {
-		return fmt.Errorf("--argjson %s: invalid JSON text: %v", name, err)
+		return fmt.Errorf("invalid JSON text: %v", err)
 	}
 	if d.More() {
-		return fmt.Errorf("--argjson %s: more than one JSON value", name)
+		return errors.New("more than one JSON value")
 	}
 	v.Add(name, x)
 	return nil
 }
 
 // CompileError is a jq expression that does not compile. Its message names
-// the flag and the position, e.g.
+// the expression and the position, e.g.
 // `--filter: unexpected token ")" at position 7: .a | )`.
 type CompileError struct {
-	Flag   string // "--filter"
+	Name   string // what the expression is called in messages: "--filter"
 	Expr   string
 	Offset int // byte offset of the error, -1 when unknown
 	Err    error
@@ -61,26 +66,28 @@ type CompileError struct {
 
 func (e *CompileError) Error() string {
 	if e.Offset >= 0 {
-		return fmt.Sprintf("%s: %v at position %d: %s", e.Flag, e.Err, e.Offset, e.Expr)
+		return fmt.Sprintf("%s: %v at position %d: %s", e.Name, e.Err, e.Offset, e.Expr)
 	}
-	return fmt.Sprintf("%s: %v: %s", e.Flag, e.Err, e.Expr)
+	return fmt.Sprintf("%s: %v: %s", e.Name, e.Err, e.Expr)
 }
 
 func (e *CompileError) Unwrap() error { return e.Err }
 
 // Program is a compiled jq expression. It is safe for concurrent use.
 type Program struct {
-	flag    string
+	name    string
 	code    *gojq.Code
 	values  []any
 	timeout time.Duration
 }
 
-// Compile parses and compiles expr, given with flag, with vars bound.
-func Compile(flag, expr string, vars Vars) (*Program, error) {
+// Compile parses and compiles expr with vars bound. name is what messages
+// call the expression: the caller's name for it, such as the flag that gave
+// it ("--filter").
+func Compile(name, expr string, vars Vars) (*Program, error) {
 	q, err := gojq.Parse(expr)
 	if err != nil {
-		ce := &CompileError{Flag: flag, Expr: expr, Offset: -1, Err: err}
+		ce := &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 		var pe *gojq.ParseError
 		if errors.As(err, &pe) {
 			ce.Offset = pe.Offset
@@ -89,13 +96,13 @@ func Compile(flag, expr string, vars Vars) (*Program, error) {
 	}
 	code, err := gojq.Compile(q, gojq.WithVariables(vars.names))
 	if err != nil {
-		return nil, &CompileError{Flag: flag, Expr: expr, Offset: -1, Err: err}
+		return nil, &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 	}
-	return &Program{flag: flag, code: code, values: vars.values, timeout: DefaultEvalTimeout}, nil
+	return &Program{name: name, code: code, values: vars.values, timeout: DefaultEvalTimeout}, nil
 }
 
-// Flag returns the flag the program was given with.
-func (p *Program) Flag() string { return p.flag }
+// Name returns what messages call the program (Compile's name).
+func (p *Program) Name() string { return p.name }
 
 // Run returns every output of the program for input v. It fails when the
 // program raises an error, runs longer than its time limit, or ctx ends
@@ -156,9 +163,9 @@ func (p *Program) run(parent context.Context, v any, limit int) ([]any, error) {
 				return nil, parent.Err()
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("%s: evaluation took longer than %v", p.flag, p.timeout)
+				return nil, fmt.Errorf("%s: evaluation took longer than %v", p.name, p.timeout)
 			}
-			return nil, fmt.Errorf("%s: %w", p.flag, err)
+			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
 		out = append(out, x)
 	}

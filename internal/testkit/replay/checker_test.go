@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/doc"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/stream"
 )
@@ -168,7 +168,7 @@ func randomStream(t *testing.T, rng *rand.Rand) ([][]byte, map[string]any) {
 			for _, id := range ids {
 				if rng.IntN(2) == 0 {
 					source[id] = obj()
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: doc.New([]byte(source[id]))})
+					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
 				}
 			}
 		} else {
@@ -180,7 +180,7 @@ func randomStream(t *testing.T, rng *rand.Rand) ([][]byte, map[string]any) {
 					continue
 				}
 				source[id] = obj()
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: doc.New([]byte(source[id]))})
+				b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
 			}
 		}
 		if err := f.Apply(b, enc.Encode); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nodewatch/nodewatch/internal/netfault"
+	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
 // peerNet carries the raft traffic between the members through one

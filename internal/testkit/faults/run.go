@@ -15,8 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
-	"github.com/nodewatch/nodewatch/internal/netfault"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
 // Kind is a kind of fault.

@@ -1,4 +1,4 @@
-// Package doc holds the objects nodewatch prints as the bytes it prints
+// Package jsondoc holds the objects nodewatch prints as the bytes it prints
 // them as, and decodes them for jq only when an expression asks.
 //
 // An object arrives as a record (an etcd value, a Curator node) and leaves
@@ -7,7 +7,7 @@
 // the CPU of a live stream and most of the memory of a large listing; most
 // objects are never looked at by a jq expression at all. A Doc keeps the
 // compact JSON, made once from the record, and makes the tree on first use.
-package doc
+package jsondoc
 
 import (
 	"bytes"

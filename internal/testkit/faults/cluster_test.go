@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 func TestMain(m *testing.M) {
