@@ -25,6 +25,11 @@ type env struct {
 	// never call it, so SIGHUP keeps its default effect on them: the
 	// process ends, as with a terminal hanging up.
 	reloads func() (requests <-chan os.Signal, stop func())
+
+	// oneProc: watches run on one P (watch.Options.OneProc). main sets it
+	// unless the user set GOMAXPROCS; in-process tests leave their test
+	// binary alone.
+	oneProc bool
 }
 
 // logf writes one "nodewatch: ..." line to stderr.
@@ -53,15 +58,15 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 }
 
 func newApp(e *env) *cli.App {
-	onUsage := func(_ *cli.Context, err error, _ bool) error { return &usageError{longFlags(err)} }
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return usage(longFlags(err)) }
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
 		completionCommand(e, self), versionCommand(e), manCommand(e, self),
 	}
 	for _, c := range commands {
-		if codes, ok := exitCodes[c.Name]; ok {
-			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + codes
+		if meaning, ok := exitCodesOf[c.Name]; ok {
+			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + exitCodesHelp(meaning)
 		}
 		c.OnUsageError = onUsage
 		// urfave/cli's own help flag is one package-level value that every
@@ -77,7 +82,7 @@ func newApp(e *env) *cli.App {
 		Flags:                     []cli.Flag{helpFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
 		Description:               appDescription,
-		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + watchExitCodes,
+		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodesHelp(exitCodesOf["nodes"]),
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,

@@ -105,7 +105,7 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 	if ca != "" {
 		pool, err := dial.LoadCertPool(dial.File{Flag: "--cacert", Path: ca})
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, usage(err)
 		}
 		t.RootCAs, ct.Roots = pool, "the CA in "+ca
 	}
@@ -116,7 +116,7 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 			err = dial.CheckValid(certFile, kp.Leaf)
 		}
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, usage(err)
 		}
 		t.Certificates, ct.Client = []tls.Certificate{kp}, "the certificate in "+cert
 	}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
+	"strconv"
+	"strings"
+	"time"
 
-	"github.com/nodewatch/nodewatch/internal/curator/client"
-	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/dial"
+	"github.com/nodewatch/nodewatch/internal/stream"
+	"github.com/nodewatch/nodewatch/internal/watch"
 )
 
-// Exit codes, as README.md and docs/reference.md list them. This file is
+// Exit codes. exitTable says when each is used, for --help; exitCode is
 // the one place that maps errors to them.
 const (
 	exitOK          = 0
@@ -22,70 +24,166 @@ const (
 	exitInterrupted = 130
 )
 
-// usageError is a bad flag, argument or jq expression.
-type usageError struct{ err error }
+// exitRow is one exit code and what it means to each kind of command, as
+// their --help says it ("" where the code is not used). brief is the
+// watching commands' meaning in the man page's DESCRIPTION.
+type exitRow struct {
+	code                     int
+	watch, serve, sim, plain string
+	brief                    string
+}
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-func (e *usageError) ExitCode() int { return exitUsage }
+// exitTable is the EXIT CODES of every command's --help, and of the man
+// page.
+var exitTable = []exitRow{
+	{code: exitOK,
+		watch: "goal met (--once, --until, --count); --timeout passed with no goal set; stdout closed",
+		sim:   "--duration or --steps reached",
+		plain: "done",
+		brief: "goal met (--once, --until, --count), --timeout passed with no goal set, or stdout closed"},
+	{code: exitFailure,
+		watch: "runtime failure: refused by the server, --strict jq error, output error",
+		serve: "runtime failure: cannot listen, refused by etcd",
+		sim:   "runtime failure: refused by etcd",
+		brief: "runtime failure"},
+	{code: exitUsage,
+		watch: "usage: bad flag, argument or jq expression; unreadable TLS file",
+		serve: "usage: bad flag; unreadable or mismatched TLS file; plaintext on a non-loopback address without --insecure",
+		sim:   "usage: bad flag",
+		plain: "usage: bad argument",
+		brief: "usage error (bad flag, argument or jq expression)"},
+	{code: exitUnavailable,
+		watch: "no connection within --dial-timeout, or --timeout passed before the initial state",
+		serve: "etcd not reached within --dial-timeout",
+		sim:   "etcd not reached within --dial-timeout",
+		brief: "no connection within --dial-timeout"},
+	{code: exitTimeout,
+		watch: "--timeout passed with the goal unmet",
+		brief: "--timeout passed with the goal unmet"},
+	{code: exitInterrupted,
+		watch: "interrupted (SIGINT, SIGTERM)",
+		serve: "stopped by SIGINT or SIGTERM (the normal end)",
+		sim:   "interrupted (SIGINT, SIGTERM)",
+		brief: "interrupted"},
+}
 
+// exitCodesHelp returns the EXIT CODES section of the --help of the
+// commands whose meanings meaning picks from a row; "" when none has one.
+func exitCodesHelp(meaning func(exitRow) string) string {
+	var b strings.Builder
+	for _, r := range exitTable {
+		if m := meaning(r); m != "" {
+			fmt.Fprintf(&b, "   %-5d %s\n", r.code, m)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "EXIT CODES:\n" + b.String()
+}
+
+// exitCodesOf picks each command's meanings from the table.
+var exitCodesOf = map[string]func(exitRow) string{
+	"nodes":      func(r exitRow) string { return r.watch },
+	"node":       func(r exitRow) string { return r.watch },
+	"key":        func(r exitRow) string { return r.watch },
+	"serve":      func(r exitRow) string { return r.serve },
+	"sim":        func(r exitRow) string { return r.sim },
+	"completion": func(r exitRow) string { return r.plain },
+	"version":    func(r exitRow) string { return r.plain },
+}
+
+// exitCodesBrief is the exit codes in one paragraph, for the man page.
+func exitCodesBrief() string {
+	var parts []string
+	for _, r := range exitTable {
+		parts = append(parts, strconv.Itoa(r.code)+" "+r.brief)
+	}
+	return wrap("Exit codes of the watching commands (nodes, node, key): "+strings.Join(parts, "; ")+
+		". serve and sim end with 130 when stopped by a signal. Each command's --help lists its own.", 89)
+}
+
+// wrap breaks text into lines of at most width bytes, between words.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == 0:
+		case line+1+len(w) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
+}
+
+// exitError is an error that chooses the exit code: only nodewatch's own
+// errors do. gojq's errors carry an ExitCode too (error: 5,
+// halt_error(N): N), which must not leak.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code }
+
+// usagef is a bad flag, argument or jq expression (exit 2).
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &exitError{exitUsage, fmt.Errorf(format, args...)}
 }
 
-// unavailableError: no connection within --dial-timeout or --timeout.
-// (Sources report the same with their ErrUnavailable.)
-type unavailableError struct{ err error }
-
-func (e *unavailableError) Error() string { return e.err.Error() }
-func (e *unavailableError) Unwrap() error { return e.err }
-func (e *unavailableError) ExitCode() int { return exitUnavailable }
-
-// goalTimeoutError: --timeout passed with a goal unmet.
-type goalTimeoutError struct{ goal string }
-
-func (e *goalTimeoutError) Error() string {
-	return fmt.Sprintf("timed out before %s", e.goal)
-}
-func (e *goalTimeoutError) ExitCode() int { return exitTimeout }
-
-// errOutputClosed: the reader of stdout went away; ending is the point.
-var errOutputClosed = errors.New("output closed")
+// usage marks err as a usage error.
+func usage(err error) error { return &exitError{exitUsage, err} }
 
 // errInterrupted: SIGINT or SIGTERM (the run's context was cancelled).
 var errInterrupted = errors.New("interrupted")
 
+// stopError turns how a watch ended into the command's result; target
+// names what was watched ("etcd at …"), timeout is --timeout, goal
+// describes the goal that was set.
+func stopError(res watch.Result, err error, target string, timeout time.Duration, goal string) error {
+	switch res.Stop {
+	case watch.GoalMet, watch.OutputClosed:
+		return nil
+	case watch.Interrupted:
+		return errInterrupted
+	case watch.TimedOut:
+		switch {
+		case !res.Received:
+			// Never connected: that is "unavailable", whatever the goal.
+			return &exitError{exitUnavailable, fmt.Errorf("no connection to %s within --timeout %v", target, timeout)}
+		case res.GoalUnmet:
+			return &exitError{exitTimeout, fmt.Errorf("timed out before %s", goal)}
+		}
+		return nil
+	}
+	return err
+}
+
 // exitCode returns the exit code for err and whether err deserves a
 // message on stderr.
 func exitCode(err error) (code int, report bool) {
-	// Only nodewatch's own errors choose their code: gojq's errors carry
-	// an ExitCode too (error: 5, halt_error(N): N), which must not leak.
-	var (
-		usage   *usageError
-		unavail *unavailableError
-		goal    *goalTimeoutError
-	)
+	var own *exitError
 	switch {
 	case err == nil:
 		return exitOK, false
-	case errors.As(err, &usage):
-		return usage.ExitCode(), true
-	case errors.As(err, &unavail):
-		return unavail.ExitCode(), true
-	case errors.As(err, &goal):
-		return goal.ExitCode(), true
-	case errors.Is(err, etcdkv.ErrUnavailable), errors.Is(err, client.ErrUnavailable):
+	case errors.As(err, &own):
+		return own.code, true
+	case errors.Is(err, dial.ErrUnavailable):
 		return exitUnavailable, true
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return exitInterrupted, false
-	case isClosedPipe(err), errors.Is(err, errOutputClosed):
+	case stream.IsClosedPipe(err):
 		// The reader went away (| head -1): ending quietly is the point.
 		return exitOK, false
 	}
 	return exitFailure, true
-}
-
-// isClosedPipe reports whether err comes from writing to a closed pipe.
-func isClosedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
 }

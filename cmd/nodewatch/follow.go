@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/progress"
@@ -123,7 +123,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		}
 		prog, err := jq.Compile(p.flag, p.expr, vars)
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, usage(err)
 		}
 		*p.dst = prog
 	}
@@ -138,7 +138,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		}
 		prog, err := jq.Compile("--filter", expr, vars)
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, usage(err)
 		}
 		o.filter = prog
 	}
@@ -148,13 +148,10 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 // follow runs the watch pipeline from src to stdout and turns how it
 // ended into the command's result (see exit.go).
 func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) error {
-	if watchOnOneProc {
-		runtime.GOMAXPROCS(1)
-	}
-	tty := isTerminal(e.stdout)
+	tty := console.IsTerminal(e.stdout)
 	out := e.stdout
 	var meter *progress.Meter
-	if isTerminal(e.stderr) {
+	if console.IsTerminal(e.stderr) {
 		// A long listing shows its progress on the terminal; every other
 		// write to it (log lines, and stdout when it is the same terminal)
 		// erases that line first. Sources log through e, so they too.
@@ -183,28 +180,26 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 			Color:         tty && e.getenv("NO_COLOR") == "",
 			Summary:       o.summary,
 			ChangeRoot:    o.changeRoot,
-			Width:         terminalWidth(e.stdout),
+			Width:         console.Width(e.stdout),
 		},
 		Logf:      e.logf,
-		Hangup:    func(ctx context.Context) bool { return waitHangup(ctx, e.stdout) },
+		Hangup:    func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) },
 		Progress:  meter,
 		Heartbeat: o.heartbeat,
 		Confirms:  o.confirms,
+		OneProc:   e.oneProc,
 	})
-	switch res.Stop {
-	case watch.GoalMet, watch.OutputClosed:
-		return nil
-	case watch.Interrupted:
-		return errInterrupted
-	case watch.TimedOut:
-		switch {
-		case !res.Received:
-			// Never connected: that is "unavailable", whatever the goal.
-			return &unavailableError{fmt.Errorf("no connection to %s within --timeout %v", o.target, o.timeout)}
-		case res.Goal != "":
-			return &goalTimeoutError{goal: res.Goal}
-		}
-		return nil
+	return stopError(res, err, o.target, o.timeout, o.goal())
+}
+
+// goal describes the goal the options set, for a run that timed out
+// before it was met.
+func (o *watchOptions) goal() string {
+	switch {
+	case o.until != nil:
+		return "--until was met"
+	case o.once:
+		return "the initial state was printed (--once)"
 	}
-	return err
+	return fmt.Sprintf("%d events were printed (--count)", o.count)
 }

@@ -162,7 +162,7 @@ func serverTLSFlags(c *cli.Context) (*dial.ServerTLS, error) {
 	}
 	t, err := dial.LoadServerTLS(dial.File{Flag: "--listen-cert", Path: cert}, dial.File{Flag: "--listen-key", Path: key}, dial.File{Flag: "--listen-cacert", Path: ca})
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, usage(err)
 	}
 	return t, nil
 }

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -178,26 +177,6 @@ echo "[file]"; complete -C "nodewatch nodes --cacert shell_te"
 	checkCandidates(t, lines, true)
 	if got := candidates(lines, "file"); !slices.Contains(got, "shell_test.go") {
 		t.Errorf("completing the file of --cacert: got %q", got)
-	}
-}
-
-func TestVersionText(t *testing.T) {
-	info := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-11-22T20:03:43Z"}, {Key: "vcs.modified", Value: "true"},
-	}}
-	goLine := runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
-	for _, c := range []struct {
-		info *debug.BuildInfo
-		ok   bool
-		want string
-	}{
-		{info, true, "nodewatch v1.2.0\ncommit abc123 (2026-11-22T20:03:43Z, modified)\n" + goLine},
-		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}}, true, "nodewatch v1.2.0\n" + goLine},
-		{nil, false, "nodewatch unknown\n" + goLine},
-	} {
-		if got := versionText(c.info, c.ok); got != c.want {
-			t.Errorf("versionText = %q, want %q", got, c.want)
-		}
 	}
 }
 

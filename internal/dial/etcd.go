@@ -3,6 +3,7 @@ package dial
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"strings"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 )
+
+// ErrUnavailable is wrapped by every error that says no server could be
+// reached in time, whichever the server (etcd, a Curator): the one error
+// a caller checks for "unavailable" (`nodewatch` exits 3 on it).
+var ErrUnavailable = errors.New("unavailable")
 
 // DefaultDialTimeout bounds connecting when a config's DialTimeout is 0.
 const DefaultDialTimeout = 5 * time.Second

@@ -16,8 +16,8 @@ import (
 )
 
 // ErrUnavailable is wrapped by the error Connect returns when no etcd
-// endpoint answered within the dial timeout (`nodewatch` exits 3 on it).
-var ErrUnavailable = errors.New("etcd unavailable")
+// endpoint answered within the dial timeout. It wraps dial.ErrUnavailable.
+var ErrUnavailable = fmt.Errorf("etcd %w", dial.ErrUnavailable)
 
 // Config says how to reach etcd; dial, which opens every connection, has
 // it.

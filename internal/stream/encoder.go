@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -329,4 +331,11 @@ func writeValue(b *bytes.Buffer, v any) {
 	}
 	out, _ := gojq.Marshal(v) // never fails for the types gojq accepts
 	b.Write(out)
+}
+
+// IsClosedPipe reports whether err comes from writing to a pipe whose
+// reader went away (`| head -1`): for a stream, the end of its purpose,
+// not a failure.
+func IsClosedPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
 }

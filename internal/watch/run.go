@@ -27,9 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/handoff"
@@ -112,20 +112,18 @@ type Options struct {
 	// the news. The source must confirm at least every Heartbeat/2.
 	Heartbeat time.Duration
 	Confirms  string
+	// OneProc runs the pipeline on one P (GOMAXPROCS=1) for the length of
+	// the run. A watch is a pipeline of goroutines handing over one event at
+	// a time: on one P a hand-over is a run-queue push; on two it wakes a
+	// sleeping thread and an idle P spins looking for work. On a live stream
+	// that was a seventh of nodewatch's CPU, and a large --once listing got
+	// faster too (BENCHMARKS.md). The command sets it unless the user set
+	// GOMAXPROCS; tests leave their process alone.
+	OneProc bool
 }
 
-// goal describes what ends the run successfully, "" if nothing does.
-func (o *Options) goal() string {
-	switch {
-	case o.Until != nil:
-		return "--until was met"
-	case o.Once:
-		return "the initial state was printed (--once)"
-	case o.Count > 0:
-		return fmt.Sprintf("%d events were printed (--count)", o.Count)
-	}
-	return ""
-}
+// hasGoal reports whether anything ends the run successfully.
+func (o *Options) hasGoal() bool { return o.Until != nil || o.Once || o.Count > 0 }
 
 // Stop is why a run ended.
 type Stop int
@@ -165,9 +163,8 @@ func (s Stop) String() string {
 // Result is how a run ended.
 type Result struct {
 	Stop Stop
-	// Goal describes the goal that was not met when Stop is TimedOut ("":
-	// there was none).
-	Goal string
+	// GoalUnmet: Stop is TimedOut and a goal (Until, Once, Count) was set.
+	GoalUnmet bool
 	// Received: the source delivered at least one batch (it connected).
 	Received bool
 	// Events and Batches count the new/updated/deleted and batch_done
@@ -192,6 +189,9 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	// A plain cancellation, not a deadline, ends the run on timeout: a
 	// deadline would travel to servers with every gRPC call, and its end
 	// would look like a broken stream there.
+	if o.OneProc {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if o.Timeout > 0 {
@@ -513,21 +513,16 @@ func (r *run) stop(res Result, err error) (Result, error) {
 	switch cause := context.Cause(r.ctx); {
 	case r.parent.Err() != nil:
 		res.Stop = Interrupted
-	case errors.Is(cause, errOutputClosed), isClosedPipe(err):
+	case errors.Is(cause, errOutputClosed), stream.IsClosedPipe(err):
 		res.Stop = OutputClosed
 	case errors.Is(cause, errTimeout):
 		res.Stop = TimedOut
-		res.Goal = r.o.goal()
+		res.GoalUnmet = r.o.hasGoal()
 	default:
 		res.Stop = Failed
 		return res, err
 	}
 	return res, nil
-}
-
-// isClosedPipe reports whether err comes from writing to a closed pipe.
-func isClosedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrClosedPipe)
 }
 
 // filterFunc, equalsFunc and untilMet apply the user's jq programs with

@@ -245,7 +245,7 @@ func TestStops(t *testing.T) {
 		growing(t, func(d time.Duration) bool {
 			var out bytes.Buffer
 			res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, &out, Options{Timeout: d})
-			if err != nil || res.Stop != TimedOut || res.Goal != "" {
+			if err != nil || res.Stop != TimedOut || res.GoalUnmet {
 				t.Fatalf("Run = %+v, %v; want timed out, no goal", res, err)
 			}
 			if !res.Received {
@@ -259,7 +259,7 @@ func TestStops(t *testing.T) {
 	})
 	t.Run("timeout with a goal unmet", func(t *testing.T) {
 		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, io.Discard, Options{Timeout: 50 * time.Millisecond, Count: 5})
-		if err != nil || res.Stop != TimedOut || res.Goal != "5 events were printed (--count)" {
+		if err != nil || res.Stop != TimedOut || !res.GoalUnmet {
 			t.Fatalf("Run = %+v, %v; want timed out with the --count goal", res, err)
 		}
 	})

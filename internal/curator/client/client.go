@@ -43,10 +43,10 @@ const maxRecvSize = 64 << 20
 
 // ErrUnavailable is returned (wrapped, naming the endpoints and the last
 // error) by Client.Run when no Watch stream could be established within
-// DialTimeout of Run's start. `nodewatch` exits 3 on it. Once a stream has
+// DialTimeout of Run's start. It is dial.ErrUnavailable. Once a stream has
 // been established, Run never returns it: connection losses are retried
 // for ever.
-var ErrUnavailable = errors.New("unavailable")
+var ErrUnavailable = dial.ErrUnavailable
 
 // Client is the source behind `nodewatch nodes` and `nodewatch node ID`:
 // it follows the Curator's Watch stream and hands nodeset batches to a

@@ -1,4 +1,8 @@
-package main
+// Package console is what nodewatch knows of the terminal and the pipes
+// around it: whether a writer is a terminal and how wide, when the reader
+// of a pipe went away, and how to read a password without echo. It is the
+// one place that speaks termios and poll(2), so that the commands only ask.
+package console
 
 import (
 	"context"
@@ -6,38 +10,35 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// terminalWidth returns the width of the terminal w is, or 0 when w is
-// not a terminal.
-func terminalWidth(w io.Writer) int {
+// Width returns the width of the terminal w is, or 0 when w is not a
+// terminal.
+func Width(w io.Writer) int {
 	f, ok := w.(*os.File)
 	if !ok {
 		return 0
 	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	width, _, err := term.GetSize(int(f.Fd()))
 	if err != nil {
 		return 0
 	}
-	return int(ws.Col)
+	return width
 }
 
-// waitHangup blocks until the reader of w goes away (`| head -1`
+// WaitHangup blocks until the reader of w goes away (`| head -1`
 // exited), even if nothing is being written: a quiet watch would
 // otherwise only notice at its next write, which may never come. It
 // returns true then, or false when ctx ends first. Writers that are not
 // pipes or sockets are never reported.
-func waitHangup(ctx context.Context, w io.Writer) bool {
+func WaitHangup(ctx context.Context, w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		<-ctx.Done()
