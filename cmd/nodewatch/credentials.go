@@ -1,12 +1,9 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -101,69 +98,34 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 	if ca == "" && cert == "" && name == "" && metroctl == "" && !skipVerify && !wantTLS {
 		return ct, nil
 	}
-	t := &tls.Config{ServerName: name, MinVersion: tls.VersionTLS12}
-	if ca != "" {
-		pool, err := dial.LoadCertPool(dial.File{Flag: "--cacert", Path: ca})
-		if err != nil {
-			return nil, usage(err)
-		}
-		t.RootCAs, ct.Roots = pool, "the CA in "+ca
+	files := dial.ClientFiles{
+		CA:   dial.File{Flag: "--cacert", Path: ca},
+		Cert: dial.File{Flag: "--cert", Path: cert}, Key: dial.File{Flag: "--key", Path: key},
+		ServerName: name, SkipVerify: skipVerify,
 	}
-	if cert != "" {
-		certFile := dial.File{Flag: "--cert", Path: cert}
-		kp, err := dial.LoadKeyPair(certFile, dial.File{Flag: "--key", Path: key})
-		if err == nil {
-			err = dial.CheckValid(certFile, kp.Leaf)
-		}
-		if err != nil {
-			return nil, usage(err)
-		}
-		t.Certificates, ct.Client = []tls.Certificate{kp}, "the certificate in "+cert
+	if err := files.Load(&ct.TLS); err != nil {
+		return nil, usage(err)
 	}
 	if metroctl != "" {
-		if err := ct.loadMetroctl(t, metroctl, ca == "" && !skipVerify); err != nil {
-			return nil, err
+		if err := curator.AddMetroctl(&ct.TLS, metroctl, ca == "" && !skipVerify); err != nil {
+			return nil, ct.metroctlError(metroctl, err)
 		}
 	}
 	if skipVerify {
-		t.InsecureSkipVerify = true
 		e.logf("warning: --insecure-skip-tls-verify: the server's certificate is not checked; anyone on the way to it can pose as the server and read what it sends")
 	}
-	ct.Config = t
 	return ct, nil
 }
 
-// loadMetroctl adds the owner's certificate in metroctl's directory dir
-// to t, and the cluster CA in it, with roots.
-func (ct *clientTLS) loadMetroctl(t *tls.Config, dir string, roots bool) error {
-	fail := func(err error) error {
-		if ct.metroctlDefault != "" {
-			return usagef("metroctl's credentials (used because %s exists; --metroctl-config '' to connect without them): %v", filepath.Join(dir, curator.MetroctlOwnerKey), err)
-		}
-		return usagef("--metroctl-config: %v", err)
+// metroctlError names the flag, or the default, that made nodewatch read
+// metroctl's credentials in dir, in err.
+func (ct *clientTLS) metroctlError(dir string, err error) error {
+	var missing *curator.MissingCAError
+	if errors.As(err, &missing) {
+		err = fmt.Errorf("%w (metroctl writes it when it first connects; or give the CA with --cacert FILE)", missing.Err)
 	}
-	kp, err := curator.LoadMetroctlOwner(dir)
-	if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), curator.MetroctlOwnerCert) {
-		err = fmt.Errorf("%w (metroctl takeownership writes it)", err)
+	if ct.metroctlDefault != "" {
+		return usagef("metroctl's credentials (used because %s exists; --metroctl-config '' to connect without them): %v", filepath.Join(dir, curator.MetroctlOwnerKey), err)
 	}
-	if err != nil {
-		return fail(err)
-	}
-	certFile := filepath.Join(dir, curator.MetroctlOwnerCert)
-	if err := dial.CheckValid(dial.File{Path: certFile}, kp.Leaf); err != nil {
-		return fail(err)
-	}
-	t.Certificates, ct.Client = []tls.Certificate{kp}, "the owner certificate in "+certFile
-	if !roots {
-		return nil
-	}
-	pool, err := curator.LoadMetroctlCA(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		err = fmt.Errorf("%w (metroctl writes it when it first connects; or give the CA with --cacert FILE)", err)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	t.RootCAs, ct.Roots = pool, "the cluster CA in "+filepath.Join(dir, curator.MetroctlCA)
-	return nil
+	return usagef("--metroctl-config: %v", err)
 }

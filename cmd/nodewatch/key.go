@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"strings"
-	"sync/atomic"
-
-	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,9 +17,8 @@ type keyOptions struct {
 	etcd   etcdkv.Config
 	key    string
 	prefix bool
-	also   []string // more prefixes (--mgmt exported --for)
-	value  etcdkv.ValueMode
-	rules  []keyRule // --key-pattern, or --mgmt's
+	also   []string     // more prefixes (--mgmt exported --for)
+	rules  etcdkv.Rules // --value, and --key-pattern or --mgmt's
 }
 
 func keyCommand(e *env) *cli.Command {
@@ -61,7 +57,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	switch {
 	case preset != nil && c.NArg() != 0:
-		return nil, usagef("key: --mgmt takes no KEY (it watches %s)", preset.key)
+		return nil, usagef("key: --mgmt takes no KEY (it watches %s)", preset.Key)
 	case preset == nil && c.NArg() != 1:
 		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
 	case preset == nil && c.Args().First() == "" && !c.Bool("prefix"):
@@ -69,7 +65,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	alsoFilter := ""
 	if preset != nil {
-		alsoFilter = preset.filter
+		alsoFilter = preset.Filter
 	}
 	w, err := parseWatchOptions(c, ".value", alsoFilter)
 	if err != nil {
@@ -83,7 +79,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), value: mode}
+	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode}}
 	if c.IsSet("key-pattern") {
 		if preset != nil {
 			return nil, usagef("--key-pattern: --mgmt names the segments itself")
@@ -92,92 +88,25 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 		if err != nil {
 			return nil, usagef("--key-pattern: %v", err)
 		}
-		o.rules = []keyRule{{pattern: p, value: mode}}
+		o.rules.Rules = []etcdkv.Rule{{Pattern: p, Value: mode}}
 	}
 	if preset != nil {
-		o.key, o.prefix, o.also, o.rules = preset.key, true, preset.also, preset.rules
+		o.key, o.prefix, o.also, o.rules.Rules = preset.Key, true, preset.Also, preset.Rules
 		if c.IsSet("value") { // the user's --value over the preset's
-			for i := range o.rules {
-				o.rules[i].value = mode
+			for i := range o.rules.Rules {
+				o.rules.Rules[i].Value = mode
 			}
 		}
+	}
+	if len(o.rules.Rules) == 1 {
+		o.rules.Name = "--key-pattern " + o.rules.Rules[0].Pattern.String()
 	}
 	o.list = o.prefix
 	o.confirms = "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.changeRoot = jsondoc.Path{"value"} // the revisions change with every update
-	o.summary = o.textSummary
+	o.summary = o.rules.Summary
 	return o, nil
-}
-
-// keyRule names the segments of the keys its pattern matches and says
-// how their values are decoded.
-type keyRule struct {
-	pattern *etcdkv.KeyPattern
-	value   etcdkv.ValueMode
-}
-
-// textSummary is what -o text shows of a key's object: its fields (in the
-// order the patterns name them) and its value; the revisions are noise to
-// a human.
-func (o *keyOptions) textSummary(obj any) string {
-	d, ok := obj.(*jsondoc.Doc) // as etcdkv.Object makes every key's object
-	if !ok {
-		return ""
-	}
-	// The parts as stored (the value's members in the JSON output's
-	// order), without decoding the value.
-	value, _ := jsondoc.At(d, jsondoc.Path{"value"})
-	var fields map[string]any
-	if raw, ok := jsondoc.At(d, jsondoc.Path{"fields"}); ok {
-		t, _ := jsondoc.Decode(raw)
-		fields, _ = t.(map[string]any)
-	}
-	if len(fields) == 0 {
-		return string(value)
-	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, r := range o.rules {
-		for _, name := range r.pattern.Names() {
-			if v, ok := fields[name].(string); ok && !seen[name] {
-				seen[name] = true
-				parts = append(parts, name+"="+v)
-			}
-		}
-	}
-	return strings.Join(parts, " ") + "  " + string(value)
-}
-
-// decoder returns how the watcher turns a key-value into its object: the
-// first rule whose pattern matches the key names its segments and decodes
-// its value; a key no rule matches keeps no fields and is decoded as
-// --value says, and the first such key is reported.
-func (o *keyOptions) decoder(e *env) func(kv *mvccpb.KeyValue) (any, error) {
-	var reported atomic.Bool
-	return func(kv *mvccpb.KeyValue) (any, error) {
-		for _, r := range o.rules {
-			if fields, ok := r.pattern.Match(string(kv.Key)); ok {
-				return etcdkv.Object(kv, r.value, fields)
-			}
-		}
-		if len(o.rules) > 0 && !reported.Swap(true) {
-			e.logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, o.patterns())
-		}
-		return etcdkv.Object(kv, o.value, nil)
-	}
-}
-
-// patterns names the rules' patterns for a message.
-func (o *keyOptions) patterns() string {
-	var ps []string
-	for _, r := range o.rules {
-		ps = append(ps, r.pattern.String())
-	}
-	if len(ps) == 1 {
-		return "--key-pattern " + ps[0]
-	}
-	return "any of " + strings.Join(ps, ", ")
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
@@ -188,7 +117,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 			Key:    o.key,
 			Prefix: o.prefix,
 			Also:   o.also,
-			Decode: o.decoder(e),
+			Decode: o.rules.Decoder(e.logf),
 			Logf:   e.logf,
 			// Confirmations at least twice a heartbeat.
 			ConfirmEvery: o.heartbeat / 2,

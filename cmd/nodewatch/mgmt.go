@@ -1,8 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -10,13 +9,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
-// mgmt (the config management engine) keeps its World in etcd under a
-// namespace, /_mgmt: strings, per-host string maps, exported resources
-// (gob), deploys and its scheduler. `key --mgmt AREA` follows one area
-// with its keys' segments named and its values decoded, and with mgmt's
-// own collect semantics as flags.
-
-// mgmtFlags are key's flags for the mgmt preset.
+// mgmtFlags are key's flags for following an area of mgmt's World
+// (etcdkv.Mgmt).
 func mgmtFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "mgmt", Usage: "follow an area of mgmt's World: `AREA` exported, strings, scheduler or deploy (no KEY then)"},
@@ -28,101 +22,40 @@ func mgmtFlags() []cli.Flag {
 	}
 }
 
-// mgmtRule is a pattern (after the namespace) and how the values of the
-// keys it matches are decoded.
-type mgmtRule struct {
-	pattern string
-	value   etcdkv.ValueMode
-}
-
-// mgmtAreas are mgmt's areas: the directory under the namespace and the
-// layout of their keys, most specific pattern first.
-var mgmtAreas = map[string][]mgmtRule{
-	"exported": {{"/exported/{to}/{from}/{kind}/{name...}", etcdkv.ValueGob}},
-	// A Str and a StrMap entry share /strings/: KEY/HOST is a map's.
-	"strings": {{"/strings/{key}/{host}", etcdkv.ValueText}, {"/strings/{key}", etcdkv.ValueText}},
-	"scheduler": {
-		{"/scheduler/hostname/{host}/{namespace}", etcdkv.ValueQuery},
-		{"/scheduler/schedule/{namespace}", etcdkv.ValueText},
-		{"/scheduler/election/{lease}", etcdkv.ValueText},
-	},
-	"deploy": {{"/deploy/{id}/payload", etcdkv.ValueGob}, {"/deploy/{id}/hash", etcdkv.ValueText}},
-}
-
-// mgmtOptions is what --mgmt makes of the key command.
-type mgmtOptions struct {
-	key    string   // the prefix
-	also   []string // a second prefix (--for)
-	rules  []keyRule
-	filter string // jq over the objects, for --kind, --name, --from, --for
-}
-
 // parseMgmtOptions reads the mgmt flags; nil when --mgmt is not given.
-func parseMgmtOptions(c *cli.Context) (*mgmtOptions, error) {
+func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
 	area := c.String("mgmt")
-	if !c.IsSet("mgmt") {
-		for _, f := range []string{"kind", "name", "from", "for"} {
+	selections := []string{"kind", "name", "from", "for"}
+	onlyExported := func() error {
+		for _, f := range selections {
 			if c.IsSet(f) {
-				return nil, usagef("--%s: only with --mgmt exported", f)
+				return usagef("--%s: only with --mgmt exported", f)
 			}
 		}
-		return nil, nil
+		return nil
 	}
-	rules, ok := mgmtAreas[area]
-	if !ok {
-		var names []string
-		for a := range mgmtAreas {
-			names = append(names, a)
-		}
-		sort.Strings(names)
-		return nil, usagef("--mgmt: unknown area %q (want %s)", area, strings.Join(names, ", "))
+	if !c.IsSet("mgmt") {
+		return nil, onlyExported()
 	}
-	ns := strings.TrimSuffix(c.String("mgmt-namespace"), "/")
-	if !strings.HasPrefix(ns, "/") {
-		return nil, usagef("--mgmt-namespace: want a key prefix starting with /, got %q", c.String("mgmt-namespace"))
+	if !slices.Contains(etcdkv.MgmtAreas(), area) {
+		return nil, usagef("--mgmt: unknown area %q (want %s)", area, strings.Join(etcdkv.MgmtAreas(), ", "))
 	}
-	dir := strings.SplitN(rules[0].pattern, "/", 3)[1]
-	o := &mgmtOptions{key: ns + "/" + dir + "/"}
-	for _, r := range rules {
-		p, err := etcdkv.ParseKeyPattern(ns + r.pattern)
-		if err != nil {
-			return nil, usagef("--mgmt-namespace: %v", err)
-		}
-		o.rules = append(o.rules, keyRule{pattern: p, value: r.value})
+	m, err := etcdkv.MgmtArea(area, c.String("mgmt-namespace"))
+	if err != nil {
+		return nil, usagef("--mgmt-namespace: %v", err)
 	}
-	var conds []string
-	for _, f := range []struct{ flag, field string }{{"kind", "kind"}, {"name", "name"}, {"from", "from"}} {
-		if !c.IsSet(f.flag) {
-			continue
+	if err := onlyExported(); area != "exported" && err != nil {
+		return nil, err
+	}
+	for _, f := range selections[:3] {
+		if c.IsSet(f) {
+			m.Select(f, c.String(f))
 		}
-		if area != "exported" {
-			return nil, usagef("--%s: only with --mgmt exported", f.flag)
-		}
-		conds = append(conds, ".fields."+f.field+" == "+jqString(c.String(f.flag)))
 	}
 	if c.IsSet("for") {
-		host := c.String("for")
-		switch {
-		case area != "exported":
-			return nil, usagef("--for: only with --mgmt exported")
-		case host == "" || strings.Contains(host, "/"):
-			return nil, usagef("--for: want a host name, got %q", host)
+		if err := m.CollectFor(c.String("for")); err != nil {
+			return nil, usagef("--for: %v", err)
 		}
-		// What mgmt on HOST collects: exported to HOST, or to every host.
-		// etcd narrows to the two prefixes; the filter keeps keys the
-		// pattern does not match (no fields) out.
-		o.key = ns + "/exported/" + host + "/"
-		if host != "*" {
-			o.also = []string{ns + "/exported/*/"}
-		}
-		conds = append(conds, "(.fields.to == "+jqString(host)+" or .fields.to == \"*\")")
 	}
-	o.filter = strings.Join(conds, " and ")
-	return o, nil
-}
-
-// jqString returns s as a jq string literal (a JSON string is one).
-func jqString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return m, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -126,7 +125,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	o.list = nodeID == ""
 	o.confirms = "connection"
 	o.target = "curator at " + strings.Join(o.endpoints, ",")
-	o.summary = nodeSummary
+	o.summary = curator.Summary
 	return o, nil
 }
 
@@ -168,36 +167,4 @@ func healthFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "health", Usage: "add each node's health and time_since_heartbeat from Management.GetNodes, polled every --health-interval"},
 		&cli.DurationFlag{Name: "health-interval", Value: 5 * time.Second, Usage: "with --health: poll GetNodes every `D`"},
 	}
-}
-
-// nodeSummary is what -o text shows of a node: state, health (with
-// --health), address, roles.
-func nodeSummary(obj any) string {
-	n, _ := jsondoc.TreeOf(obj).(map[string]any)
-	state, _ := n["state"].(string)
-	state = strings.TrimPrefix(state, "NODE_STATE_")
-	if state == "" {
-		state = "INVALID"
-	}
-	parts := []string{state}
-	if h, ok := n["health"].(string); ok { // --health
-		parts = append(parts, strings.TrimPrefix(h, "HEALTH_"))
-	}
-	if st, ok := n["status"].(map[string]any); ok {
-		if a, ok := st["external_address"].(string); ok {
-			parts = append(parts, a)
-		}
-	}
-	if roles, ok := n["roles"].(map[string]any); ok {
-		var rs []string
-		for _, r := range []string{"consensus_member", "kubernetes_controller", "kubernetes_worker"} {
-			if _, ok := roles[r]; ok {
-				rs = append(rs, r)
-			}
-		}
-		if len(rs) > 0 {
-			parts = append(parts, strings.Join(rs, ","))
-		}
-	}
-	return strings.Join(parts, " ")
 }

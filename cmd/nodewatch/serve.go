@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"math"
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
@@ -132,22 +128,13 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	if o.tls, err = serverTLSFlags(c); err != nil {
 		return nil, err
 	}
-	if o.tls == nil && !o.insecure && !isLoopback(host) {
+	if o.tls == nil && !o.insecure && !dial.IsLoopback(host) {
 		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.listen)
 	}
 	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
 		return nil, err
 	}
 	return o, nil
-}
-
-// isLoopback reports whether host only ever means this machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // serverTLSFlags reads the files of --listen-cert, --listen-key and
@@ -176,9 +163,6 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		defer stop()
 		reloads = c
 	}
-	if o.tls != nil {
-		warnValidity(e, o.tls)
-	}
 	if o.dev {
 		fleet, err := devfleet.Start(ctx, devfleet.Config{
 			Dir: o.dataDir, Nodes: o.devNodes, Rate: o.devRate, Seed: time.Now().UnixNano(), Prefix: o.prefix, Logf: e.logf,
@@ -206,24 +190,7 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	srv := server.New(server.Config{
 		Etcd: client, EtcdConns: o.etcd.Conns, Keepalive: o.etcd.Keepalive,
 		Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
-	})
-	opts := o.limits.ServerOptions()
-	if o.tls != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(o.tls.Config())))
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-reloads:
-				reloadTLS(e, o.tls)
-			}
-		}
+		TLS: o.tls, Reloads: reloads,
 	})
 	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.Endpoints)
 	if o.dev {
@@ -231,41 +198,9 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		e.logf("dev:   nodewatch nodes --curator %s", l.Addr())
 		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.Endpoints[0])
 	}
-	err = srv.Serve(ctx, l, opts...)
+	err = srv.Serve(ctx, l, o.limits.ServerOptions()...)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
-}
-
-// reloadTLS reads serve's TLS files again on request, and logs what came
-// of it.
-func reloadTLS(e *env, t *dial.ServerTLS) {
-	if t == nil {
-		e.logf("reload requested: serving plaintext, nothing to reload")
-		return
-	}
-	leaf, err := t.Reload()
-	if err != nil {
-		e.logf("reload failed, keeping the certificate %s: %v", describeCert(t.Leaf()), err)
-		return
-	}
-	files := t.Cert.Path + " (key " + t.Key.Path
-	if t.ClientCA.Path != "" {
-		files += ", client CAs " + t.ClientCA.Path
-	}
-	e.logf("reloaded certificate %s): %s", files, describeCert(leaf))
-	warnValidity(e, t)
-}
-
-// warnValidity warns when clients would refuse the certificate t serves.
-func warnValidity(e *env, t *dial.ServerTLS) {
-	if p := dial.ValidityProblem(t.Leaf(), time.Now()); p != "" {
-		e.logf("warning: %s: %s; clients will refuse it", t.Cert, p)
-	}
-}
-
-// describeCert names a certificate in a log line.
-func describeCert(c *x509.Certificate) string {
-	return fmt.Sprintf("%q, serial %s, expires %s", c.Subject.String(), c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
 }

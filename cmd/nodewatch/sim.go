@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,10 +21,7 @@ type simOptions struct {
 	etcd        etcdkv.Config
 	dialTimeout time.Duration
 	sim         sim.Config
-	rate        float64
-	duration    time.Duration
-	steps       int64
-	clear       bool
+	plan        sim.Plan
 }
 
 // simCommand is `nodewatch sim`: it writes a simulated fleet of node
@@ -86,20 +80,22 @@ func parseSimOptions(c *cli.Context, e *env) (*simOptions, error) {
 			Seed:   c.Int64("seed"),
 			Prefix: c.String("prefix"),
 		},
-		rate:     c.Float64("rate"),
-		duration: c.Duration("duration"),
-		steps:    c.Int64("steps"),
-		clear:    c.Bool("clear"),
+		plan: sim.Plan{
+			Rate:     c.Float64("rate"),
+			Duration: c.Duration("duration"),
+			Steps:    c.Int64("steps"),
+			Clear:    c.Bool("clear"),
+		},
 	}
 	switch {
 	case o.sim.Nodes < 1 || o.sim.Nodes > maxSimNodes:
 		return nil, usagef("--nodes: must be between 1 and %d, got %d", maxSimNodes, o.sim.Nodes)
-	case !(o.rate >= 0) || math.IsInf(o.rate, 0):
-		return nil, usagef("--rate: must be a finite number >= 0, got %v", o.rate)
-	case o.duration < 0:
-		return nil, usagef("--duration: must not be negative, got %v", o.duration)
-	case o.steps < 0:
-		return nil, usagef("--steps: must not be negative, got %d", o.steps)
+	case !(o.plan.Rate >= 0) || math.IsInf(o.plan.Rate, 0):
+		return nil, usagef("--rate: must be a finite number >= 0, got %v", o.plan.Rate)
+	case o.plan.Duration < 0:
+		return nil, usagef("--duration: must not be negative, got %v", o.plan.Duration)
+	case o.plan.Steps < 0:
+		return nil, usagef("--steps: must not be negative, got %d", o.plan.Steps)
 	case o.sim.Prefix == "":
 		return nil, usagef("--prefix: must not be empty")
 	case o.dialTimeout <= 0:
@@ -116,9 +112,8 @@ func parseSimOptions(c *cli.Context, e *env) (*simOptions, error) {
 	return o, nil
 }
 
-// runSim connects, writes the initial fleet and changes it until a limit is
-// reached or ctx ends. Once connected, it logs a summary on stderr however
-// it ends.
+// runSim connects and plays the simulation until a limit is reached or
+// ctx ends.
 func runSim(ctx context.Context, e *env, o *simOptions) error {
 	o.etcd.DialTimeout = o.dialTimeout
 	client, err := etcdkv.Connect(ctx, o.etcd, o.sim.Prefix, true)
@@ -126,40 +121,5 @@ func runSim(ctx context.Context, e *env, o *simOptions) error {
 		return err
 	}
 	defer client.Close()
-	if o.clear {
-		resp, err := client.Delete(ctx, o.sim.Prefix, clientv3.WithPrefix())
-		if err != nil {
-			return fmt.Errorf("clear %q: %w", o.sim.Prefix, err)
-		}
-		e.logf("sim: deleted %d keys under %q", resp.Deleted, o.sim.Prefix)
-	}
-	s := sim.New(o.sim)
-	defer func() { e.logf("sim: %v", s.Stats()) }()
-	if err := s.Populate(ctx, client); err != nil {
-		return err
-	}
-	e.logf("sim: wrote %d nodes under %q (seed %d, %s records); changing them %s%s",
-		o.sim.Nodes, o.sim.Prefix, o.sim.Seed, o.sim.Format, describeRate(o.rate), describeLimits(o.duration, o.steps))
-	return s.RunSteps(ctx, client, o.rate, o.duration, o.steps)
-}
-
-// describeRate says how fast the simulation goes, e.g. "at up to 2/s".
-func describeRate(rate float64) string {
-	if rate <= 0 {
-		return "as fast as etcd allows"
-	}
-	return fmt.Sprintf("at up to %g/s", rate)
-}
-
-// describeLimits says when the simulation ends.
-func describeLimits(duration time.Duration, steps int64) string {
-	switch {
-	case duration > 0 && steps > 0:
-		return fmt.Sprintf(" for %v or %d changes", duration, steps)
-	case duration > 0:
-		return fmt.Sprintf(" for %v", duration)
-	case steps > 0:
-		return fmt.Sprintf(" for %d changes", steps)
-	}
-	return " until interrupted"
+	return sim.New(o.sim).Play(ctx, client, o.plan, e.logf)
 }

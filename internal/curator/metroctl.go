@@ -4,9 +4,12 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
 )
@@ -79,4 +82,44 @@ func DefaultMetroctlDir(getenv func(string) string) string {
 		return ""
 	}
 	return dir
+}
+
+// MissingCAError: metroctl's directory has no cluster CA yet (metroctl
+// writes it when it first connects).
+type MissingCAError struct{ Err error }
+
+func (e *MissingCAError) Error() string {
+	return e.Err.Error() + " (metroctl writes it when it first connects)"
+}
+func (e *MissingCAError) Unwrap() error { return e.Err }
+
+// AddMetroctl adds metroctl's owner credentials in dir to t: the owner's
+// certificate as the client certificate and, with roots, the cluster CA
+// as the roots that verify servers. A missing owner certificate says that
+// `metroctl takeownership` writes it; a missing CA is a *MissingCAError.
+func AddMetroctl(t *dial.TLS, dir string, roots bool) error {
+	kp, err := LoadMetroctlOwner(dir)
+	if errors.Is(err, fs.ErrNotExist) && strings.Contains(err.Error(), MetroctlOwnerCert) {
+		err = fmt.Errorf("%w (metroctl takeownership writes it)", err)
+	}
+	if err != nil {
+		return err
+	}
+	certFile := filepath.Join(dir, MetroctlOwnerCert)
+	if err := dial.CheckValid(dial.File{Path: certFile}, kp.Leaf); err != nil {
+		return err
+	}
+	t.Config.Certificates, t.Client = []tls.Certificate{kp}, "the owner certificate in "+certFile
+	if !roots {
+		return nil
+	}
+	pool, err := LoadMetroctlCA(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &MissingCAError{err}
+	}
+	if err != nil {
+		return err
+	}
+	t.Config.RootCAs, t.Roots = pool, "the cluster CA in "+filepath.Join(dir, MetroctlCA)
+	return nil
 }

@@ -3,6 +3,7 @@ package dial
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"sync/atomic"
 )
 
@@ -86,4 +87,14 @@ func (s *ServerTLS) Config() *tls.Config {
 		}
 	}
 	return t
+}
+
+// IsLoopback reports whether host only ever means this machine, where a
+// server may listen without TLS.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

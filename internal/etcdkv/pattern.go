@@ -3,6 +3,8 @@ package etcdkv
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nodewatch/nodewatch/internal/jq"
 )
 
 // KeyPattern names the segments of keys, so that what a key's path says
@@ -47,7 +49,7 @@ func ParseKeyPattern(s string) (*KeyPattern, error) {
 		name := seg[1 : len(seg)-1]
 		rest := strings.HasSuffix(name, "...")
 		name = strings.TrimSuffix(name, "...")
-		if !isFieldName(name) {
+		if !jq.IsIdentifier(name) {
 			return nil, fmt.Errorf("segment %q: a name is letters, digits and _, not starting with a digit", seg)
 		}
 		if seen[name] {
@@ -63,18 +65,6 @@ func ParseKeyPattern(s string) (*KeyPattern, error) {
 		return nil, fmt.Errorf("%q names no segment (want e.g. /app/{env}/{name})", s)
 	}
 	return p, nil
-}
-
-func isFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // Names returns the names of the pattern's segments, in order.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -164,7 +165,7 @@ func FormatPath(p jsondoc.Path) string {
 			b.WriteString("[" + strconv.Itoa(s) + "]")
 		case string:
 			switch {
-			case isIdent(s):
+			case jq.IsKey(s):
 				b.WriteString("." + s)
 			case i == 0:
 				b.WriteString(".[" + quote(s) + "]")
@@ -174,25 +175,6 @@ func FormatPath(p jsondoc.Path) string {
 		}
 	}
 	return b.String()
-}
-
-// isIdent reports whether .s is valid jq for the key s.
-func isIdent(s string) bool {
-	if s == "" || jqKeywords[s] {
-		return false
-	}
-	for i, c := range s {
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-var jqKeywords = map[string]bool{
-	"and": true, "or": true, "not": true, "if": true, "then": true, "elif": true, "else": true, "end": true,
-	"as": true, "def": true, "reduce": true, "foreach": true, "try": true, "catch": true, "label": true,
-	"import": true, "include": true, "__loc__": true,
 }
 
 // quote returns s as a JSON string.

@@ -9,9 +9,11 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,12 +23,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
@@ -66,6 +68,12 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// MaxBackoff caps the wait between etcd retries; 0 means 5s.
 	MaxBackoff time.Duration
+	// TLS, if set, is the certificate Serve serves with (nil: plaintext).
+	// Serve reads its files again on every value of Reloads, and logs
+	// what came of it: new connections get the new certificate, open
+	// streams go on, and a failed reload keeps the certificate served.
+	TLS     *dial.ServerTLS
+	Reloads <-chan os.Signal
 }
 
 // Server serves the Curator Watch RPC (apipb.CuratorServer) and
@@ -147,15 +155,8 @@ func (r *record) equal(o *record) bool {
 // cost what their encodings weigh, not what their decoded messages do;
 // equal nodes have equal encodings; and a node is encoded once, not once
 // for every stream it is sent on.
+// It is what curator.EncodeRecordBinary makes of the Node.
 type wireNode []byte
-
-func encodeNode(n *apipb.Node) (wireNode, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(n)
-	if err != nil {
-		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
-	}
-	return b, nil
-}
 
 // Field numbers of WatchEvent, for events put together from wireNodes.
 const (
@@ -323,7 +324,7 @@ func (s *Server) run(ctx context.Context) error {
 			if err != nil {
 				return nil, err
 			}
-			wire, err := encodeNode(n)
+			wire, err := curator.EncodeRecordBinary(n)
 			if err != nil {
 				return nil, err
 			}
@@ -665,11 +666,16 @@ const stopGrace = 2 * time.Second
 func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerOption) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if s.cfg.TLS != nil {
+		s.warnValidity()
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS.Config())))
+	}
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { s.reloads(ctx) })
 	errc := make(chan error, 2)
 	wg.Add(2)
 	go func() {
@@ -704,4 +710,48 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerO
 		<-stopped
 	}
 	return err
+}
+
+// reloads reads the TLS files again on every request, until ctx ends.
+func (s *Server) reloads(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Reloads:
+			s.reloadTLS()
+		}
+	}
+}
+
+// reloadTLS reads the TLS files again, and logs what came of it.
+func (s *Server) reloadTLS() {
+	t := s.cfg.TLS
+	if t == nil {
+		s.logf("reload requested: serving plaintext, nothing to reload")
+		return
+	}
+	leaf, err := t.Reload()
+	if err != nil {
+		s.logf("reload failed, keeping the certificate %s: %v", describeCert(t.Leaf()), err)
+		return
+	}
+	files := t.Cert.Path + " (key " + t.Key.Path
+	if t.ClientCA.Path != "" {
+		files += ", client CAs " + t.ClientCA.Path
+	}
+	s.logf("reloaded certificate %s): %s", files, describeCert(leaf))
+	s.warnValidity()
+}
+
+// warnValidity warns when clients would refuse the certificate served.
+func (s *Server) warnValidity() {
+	if p := dial.ValidityProblem(s.cfg.TLS.Leaf(), time.Now()); p != "" {
+		s.logf("warning: %s: %s; clients will refuse it", s.cfg.TLS.Cert, p)
+	}
+}
+
+// describeCert names a certificate in a log line.
+func describeCert(c *x509.Certificate) string {
+	return fmt.Sprintf("%q, serial %s, expires %s", c.Subject.String(), c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
 }

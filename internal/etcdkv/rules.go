@@ -1,0 +1,93 @@
+package etcdkv
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
+)
+
+// Rule names the segments of the keys its Pattern matches and says how
+// their values are decoded.
+type Rule struct {
+	Pattern *KeyPattern
+	Value   ValueMode
+}
+
+// Rules turn key-values into the objects a watch prints: the first rule
+// whose pattern matches a key names its segments (the object's "fields")
+// and decodes its value; a key that no rule matches gets no fields and is
+// decoded as Default says.
+type Rules struct {
+	Rules   []Rule
+	Default ValueMode
+	// Name is how messages name the rules, e.g. "--key-pattern /a/{b}";
+	// "" names their patterns.
+	Name string
+}
+
+// Decoder returns the decoding for Watcher.Decode. The first key that no
+// rule matches is reported through logf (nil: not at all); later ones are
+// not. It is safe for concurrent use.
+func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.KeyValue) (any, error) {
+	var reported atomic.Bool
+	return func(kv *mvccpb.KeyValue) (any, error) {
+		for _, rule := range r.Rules {
+			if fields, ok := rule.Pattern.Match(string(kv.Key)); ok {
+				return Object(kv, rule.Value, fields)
+			}
+		}
+		if len(r.Rules) > 0 && logf != nil && !reported.Swap(true) {
+			logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, r.name())
+		}
+		return Object(kv, r.Default, nil)
+	}
+}
+
+// name names the rules for a message.
+func (r *Rules) name() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	var ps []string
+	for _, rule := range r.Rules {
+		ps = append(ps, rule.Pattern.String())
+	}
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	return "any of " + strings.Join(ps, ", ")
+}
+
+// Summary is what a person reads of a key's object (-o text): its fields,
+// in the order the patterns name them, and its value as stored, without
+// the revisions. obj is an object as Object makes it; anything else
+// summarizes to "".
+func (r *Rules) Summary(obj any) string {
+	d, ok := obj.(*jsondoc.Doc)
+	if !ok {
+		return ""
+	}
+	value, _ := jsondoc.At(d, jsondoc.Path{"value"})
+	var fields map[string]any
+	if raw, ok := jsondoc.At(d, jsondoc.Path{"fields"}); ok {
+		t, _ := jsondoc.Decode(raw)
+		fields, _ = t.(map[string]any)
+	}
+	if len(fields) == 0 {
+		return string(value)
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for _, rule := range r.Rules {
+		for _, name := range rule.Pattern.Names() {
+			if v, ok := fields[name].(string); ok && !seen[name] {
+				seen[name] = true
+				parts = append(parts, name+"="+v)
+			}
+		}
+	}
+	return strings.Join(parts, " ") + "  " + string(value)
+}
