@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/cmdline"
 )
 
 // env is what a run may touch of the outside world.
@@ -58,7 +57,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 }
 
 func newApp(e *env) *cli.App {
-	onUsage := func(_ *cli.Context, err error, _ bool) error { return usage(longFlags(err)) }
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return usage(cmdline.LongFlags(err)) }
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
@@ -103,35 +102,13 @@ func newApp(e *env) *cli.App {
 	}
 }
 
-// flagInMessage is a flag as Go's flag package names it in its errors:
-// with one dash, whatever the user typed.
-var flagInMessage = regexp.MustCompile(`(not defined|needs an argument|invalid value "[^"]*" for flag|invalid boolean value "[^"]*" for): -([a-z][a-z-]+)`)
-
-// longFlags rewrites the flag package's "-name" into "--name", as the
-// user typed it and as --help lists it (one-letter flags keep one dash).
-func longFlags(err error) error {
-	msg := flagInMessage.ReplaceAllString(err.Error(), "$1: --$2")
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
-}
-
 // helpFlag is --help, -h: a flag value for one command of one run.
 func helpFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
 }
 
-// argSep joins NAME and VALUE of --arg/--argjson into one flag value; NUL
-// cannot occur in a command-line argument, so it cannot be ambiguous.
-const argSep = "\x00"
-
-// normalizeArgs rewrites a command line into the shape urfave/cli parses:
-//   - jq's two-value `--arg NAME VALUE` becomes `--arg=NAME<NUL>VALUE`;
-//   - flags after positional arguments move before them, so that
-//     `nodewatch key /x --prefix` works as etcdctl users expect.
-//
-// Everything after `--` stays positional.
+// normalizeArgs rewrites a command line into the shape urfave/cli parses
+// (cmdline.Normalize), given the flags of the command it names.
 func normalizeArgs(app *cli.App, args []string) []string {
 	if len(args) == 0 || args[len(args)-1] == "--generate-bash-completion" {
 		return args
@@ -152,34 +129,5 @@ func normalizeArgs(app *cli.App, args []string) []string {
 			takesValue[n] = !isBool
 		}
 	}
-	var flags, positional []string
-	rest := args[1:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if a == "--" {
-			positional = append(positional, rest[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch {
-		case (name == "arg" || name == "argjson") && !hasValue && i+2 < len(rest):
-			flags = append(flags, "--"+name+"="+rest[i+1]+argSep+rest[i+2])
-			i += 2
-		case takesValue[name] && !hasValue && i+1 < len(rest):
-			flags = append(flags, a, rest[i+1])
-			i++
-		default:
-			flags = append(flags, a)
-		}
-	}
-	out := append([]string{args[0]}, flags...)
-	if len(positional) > 0 {
-		out = append(out, "--")
-		out = append(out, positional...)
-	}
-	return out
+	return append(args[:1:1], cmdline.Normalize(args[1:], takesValue)...)
 }

@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/jq"
-	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
 )
@@ -38,30 +38,12 @@ func watchFlags() []cli.Flag {
 }
 
 // watchOptions are the parsed watchFlags, validated before anything
-// connects.
+// connects: the run's options, and what the command adds.
 type watchOptions struct {
-	filter, equals, until *jq.Program
-	strict                bool
-	once                  bool
-	count                 int
-	timeout               time.Duration
-	changesOnly           bool
-	format                stream.Format
-	timestamps            bool
-	dialTimeout           time.Duration
-	heartbeat             time.Duration // 0: none
-	// list: --until sees an array of objects (else one object or null).
-	list bool
-	// summary is what -o text shows of an object; nil shows it all.
-	summary func(obj any) string
-	// changeRoot is the part of an object whose changes -o text shows
-	// for an update (nil: all of it).
-	changeRoot jsondoc.Path
+	watch.Options
+	dialTimeout time.Duration
 	// target names what is watched in messages, e.g. "curator at a,b".
 	target string
-	// confirms names what the source's confirmations confirm, for
-	// --heartbeat: "watch" (etcd) or "connection" (Curator).
-	confirms string
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -69,40 +51,34 @@ type watchOptions struct {
 // expression the command adds to the user's --filter ("" for none), must
 // hold too.
 func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watchOptions, error) {
-	o := &watchOptions{
-		strict:      c.Bool("strict"),
-		once:        c.Bool("once"),
-		count:       c.Int("count"),
-		timeout:     c.Duration("timeout"),
-		changesOnly: c.Bool("changes-only"),
-		timestamps:  c.Bool("timestamps"),
-		dialTimeout: c.Duration("dial-timeout"),
-		heartbeat:   c.Duration("heartbeat"),
+	o := &watchOptions{Options: watch.Options{
+		Strict: c.Bool("strict"), Once: c.Bool("once"), Count: c.Int("count"), Timeout: c.Duration("timeout"),
+		ChangesOnly: c.Bool("changes-only"), Heartbeat: c.Duration("heartbeat"),
+	}, dialTimeout: c.Duration("dial-timeout")}
+	o.Output.Timestamps = c.Bool("timestamps")
+	if o.Heartbeat < 0 || (c.IsSet("heartbeat") && o.Heartbeat < 100*time.Millisecond) {
+		return nil, usagef("--heartbeat: must be at least 100ms, got %v", o.Heartbeat)
 	}
-	if o.heartbeat < 0 || (c.IsSet("heartbeat") && o.heartbeat < 100*time.Millisecond) {
-		return nil, usagef("--heartbeat: must be at least 100ms, got %v", o.heartbeat)
-	}
-	f, err := stream.ParseFormat(c.String("output"))
-	if err != nil {
+	var err error
+	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
 		return nil, usagef("--output: %v", err)
 	}
-	o.format = f
-	if o.count < 0 {
-		return nil, usagef("--count: must not be negative, got %d", o.count)
+	if o.Count < 0 {
+		return nil, usagef("--count: must not be negative, got %d", o.Count)
 	}
-	if o.timeout < 0 || o.dialTimeout <= 0 {
+	if o.Timeout < 0 || o.dialTimeout <= 0 {
 		return nil, usagef("--timeout and --dial-timeout must be positive")
 	}
 	var vars jq.Vars
 	for _, a := range c.StringSlice("arg") {
-		name, value, ok := strings.Cut(a, argSep)
+		name, value, ok := strings.Cut(a, cmdline.ArgSep)
 		if !ok {
 			return nil, usagef("--arg: want NAME VALUE, got %q", a)
 		}
 		vars.Add(name, value)
 	}
 	for _, a := range c.StringSlice("argjson") {
-		name, value, ok := strings.Cut(a, argSep)
+		name, value, ok := strings.Cut(a, cmdline.ArgSep)
 		if !ok {
 			return nil, usagef("--argjson: want NAME JSON, got %q", a)
 		}
@@ -117,7 +93,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	for _, p := range []struct {
 		flag, expr string
 		dst        **jq.Program
-	}{{"--filter", c.String("filter"), &o.filter}, {"--equals", equals, &o.equals}, {"--until", c.String("until"), &o.until}} {
+	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}} {
 		if p.expr == "" {
 			continue
 		}
@@ -140,7 +116,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		if err != nil {
 			return nil, usage(err)
 		}
-		o.filter = prog
+		o.Filter = prog
 	}
 	return o, nil
 }
@@ -148,58 +124,30 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 // follow runs the watch pipeline from src to stdout and turns how it
 // ended into the command's result (see exit.go).
 func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) error {
+	// A long listing shows its progress on a terminal stderr; every other
+	// write to it (log lines, and stdout when it is the same terminal)
+	// erases that line first. Sources log through e, so they too.
+	stderr := e.stderr
+	defer func() { e.stderr = stderr }()
+	var out io.Writer
+	out, e.stderr, o.Progress = console.Arrange(e.stdout, stderr)
 	tty := console.IsTerminal(e.stdout)
-	out := e.stdout
-	var meter *progress.Meter
-	if console.IsTerminal(e.stderr) {
-		// A long listing shows its progress on the terminal; every other
-		// write to it (log lines, and stdout when it is the same terminal)
-		// erases that line first. Sources log through e, so they too.
-		meter = progress.New(e.stderr, 0)
-		if tty {
-			out = meter.Writer(e.stdout)
-		}
-		stderr := e.stderr
-		e.stderr = meter.Writer(stderr)
-		defer func() { e.stderr = stderr }()
-	}
-	res, err := watch.Run(ctx, src, out, watch.Options{
-		Filter:      o.filter,
-		Equals:      o.equals,
-		Until:       o.until,
-		List:        o.list,
-		Strict:      o.strict,
-		Once:        o.once,
-		Count:       o.count,
-		Timeout:     o.timeout,
-		ChangesOnly: o.changesOnly,
-		Output: stream.Options{
-			Format:        o.format,
-			Timestamps:    o.timestamps,
-			FlushEachLine: tty,
-			Color:         tty && e.getenv("NO_COLOR") == "",
-			Summary:       o.summary,
-			ChangeRoot:    o.changeRoot,
-			Width:         console.Width(e.stdout),
-		},
-		Logf:      e.logf,
-		Hangup:    func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) },
-		Progress:  meter,
-		Heartbeat: o.heartbeat,
-		Confirms:  o.confirms,
-		OneProc:   e.oneProc,
-	})
-	return stopError(res, err, o.target, o.timeout, o.goal())
+	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
+	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
+	o.Logf, o.OneProc = e.logf, e.oneProc
+	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
+	res, err := watch.Run(ctx, src, out, o.Options)
+	return stopError(res, err, o.target, o.Timeout, o.goal())
 }
 
 // goal describes the goal the options set, for a run that timed out
 // before it was met.
 func (o *watchOptions) goal() string {
 	switch {
-	case o.until != nil:
+	case o.Until != nil:
 		return "--until was met"
-	case o.once:
+	case o.Once:
 		return "the initial state was printed (--once)"
 	}
-	return fmt.Sprintf("%d events were printed (--count)", o.count)
+	return fmt.Sprintf("%d events were printed (--count)", o.Count)
 }

@@ -101,11 +101,10 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if len(o.rules.Rules) == 1 {
 		o.rules.Name = "--key-pattern " + o.rules.Rules[0].Pattern.String()
 	}
-	o.list = o.prefix
-	o.confirms = "watch"
+	o.List, o.Confirms = o.prefix, "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
-	o.changeRoot = jsondoc.Path{"value"} // the revisions change with every update
-	o.summary = o.rules.Summary
+	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
+	o.Output.Summary = o.rules.Summary
 	return o, nil
 }
 
@@ -120,7 +119,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 			Decode: o.rules.Decoder(e.logf),
 			Logf:   e.logf,
 			// Confirmations at least twice a heartbeat.
-			ConfirmEvery: o.heartbeat / 2,
+			ConfirmEvery: o.Heartbeat / 2,
 		},
 	})
 }

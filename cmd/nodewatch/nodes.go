@@ -59,45 +59,52 @@ Examples:
    nodewatch node "$ID" -o text`
 
 func nodesCommand(e *env) *cli.Command {
-	return &cli.Command{
+	return curatorCommand(e, &cli.Command{
 		Name:        "nodes",
 		Usage:       "watch every node of a Metropolis cluster (Curator Watch)",
 		Description: nodesDescription,
-		Flags:       append(append(curatorFlags(), healthFlags()...), watchFlags()...),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
-				return usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
-			}
-			o, err := parseNodesOptions(c, e, "")
-			if err != nil {
-				return err
-			}
-			return runNodes(c.Context, e, o)
-		},
-	}
+	}, func(c *cli.Context) (string, error) {
+		if c.NArg() != 0 {
+			return "", usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
+		}
+		return "", nil
+	})
 }
 
 func nodeCommand(e *env) *cli.Command {
-	return &cli.Command{
+	return curatorCommand(e, &cli.Command{
 		Name:        "node",
 		Usage:       "watch one node of a Metropolis cluster (Curator Watch)",
 		ArgsUsage:   "ID",
 		Description: nodeDescription,
-		Flags:       append(append(curatorFlags(), healthFlags()...), watchFlags()...),
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usagef("node: want exactly one node ID, got %d arguments", c.NArg())
-			}
-			if c.Args().First() == "" {
-				return usagef("node: the node ID must not be empty")
-			}
-			o, err := parseNodesOptions(c, e, c.Args().First())
-			if err != nil {
-				return err
-			}
-			return runNodes(c.Context, e, o)
-		},
+	}, func(c *cli.Context) (string, error) {
+		switch {
+		case c.NArg() != 1:
+			return "", usagef("node: want exactly one node ID, got %d arguments", c.NArg())
+		case c.Args().First() == "":
+			return "", usagef("node: the node ID must not be empty")
+		}
+		return c.Args().First(), nil
+	})
+}
+
+// curatorCommand completes c, a command that watches the Curator: its
+// flags, and an action that takes the node ID (or "" for every node) from
+// nodeID, then parses and runs.
+func curatorCommand(e *env, c *cli.Command, nodeID func(*cli.Context) (string, error)) *cli.Command {
+	c.Flags = append(append(curatorFlags(), healthFlags()...), watchFlags()...)
+	c.Action = func(c *cli.Context) error {
+		id, err := nodeID(c)
+		if err != nil {
+			return err
+		}
+		o, err := parseNodesOptions(c, e, id)
+		if err != nil {
+			return err
+		}
+		return runNodes(c.Context, e, o)
 	}
+	return c
 }
 
 func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, error) {
@@ -122,10 +129,9 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 			return nil, usagef("--health-interval: must be positive, got %v", o.health)
 		}
 	}
-	o.list = nodeID == ""
-	o.confirms = "connection"
+	o.List, o.Confirms = nodeID == "", "connection"
 	o.target = "curator at " + strings.Join(o.endpoints, ",")
-	o.summary = curator.Summary
+	o.Output.Summary = curator.Summary
 	return o, nil
 }
 
@@ -139,7 +145,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 
 		HealthInterval: o.health,
 		Keepalive:      o.keepalive,
-		ConfirmEvery:   o.heartbeat / 2,
+		ConfirmEvery:   o.Heartbeat / 2,
 	}
 	err := follow(ctx, e, o.watchOptions, src)
 	if o.metroctlDefault != "" && errors.Is(err, client.ErrUnavailable) {

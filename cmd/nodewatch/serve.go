@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -15,24 +12,12 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/etcdkv"
 )
 
 // serveOptions are the flags of `nodewatch serve`.
 type serveOptions struct {
-	listen      string
-	etcd        etcdkv.Config
-	prefix      string
-	nodeID      string
-	insecure    bool
-	tls         *dial.ServerTLS // nil: plaintext
-	dialTimeout time.Duration
-	limits      server.Limits
-
-	dev      bool
-	devNodes int
-	devRate  float64
-	dataDir  string
+	server.Process
+	insecure bool
 }
 
 func serveCommand(e *env) *cli.Command {
@@ -94,46 +79,42 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	if c.NArg() > 0 {
 		return nil, usagef("serve: takes no arguments, got %q", c.Args().First())
 	}
-	o := &serveOptions{
-		listen:      c.String("listen"),
-		prefix:      c.String("prefix"),
-		nodeID:      c.String("node-id"),
-		insecure:    c.Bool("insecure"),
-		dialTimeout: c.Duration("dial-timeout"),
-		dev:         c.Bool("dev"),
-		devNodes:    c.Int("dev-nodes"),
-		devRate:     c.Float64("dev-rate"),
-		dataDir:     c.String("data-dir"),
-	}
-	maxStreams, perConn := c.Int("max-streams"), c.Int("max-streams-per-conn")
-	host, _, err := net.SplitHostPort(o.listen)
+	o := &serveOptions{insecure: c.Bool("insecure")}
+	o.Listen, o.Prefix, o.NodeID = c.String("listen"), c.String("prefix"), c.String("node-id")
+	dev := &devfleet.Config{Dir: c.String("data-dir"), Nodes: c.Int("dev-nodes"), Rate: c.Float64("dev-rate"), Prefix: o.Prefix}
+	dialTimeout, maxStreams, perConn := c.Duration("dial-timeout"), c.Int("max-streams"), c.Int("max-streams-per-conn")
+	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, usagef("--listen: %v", err)
 	}
 	switch {
-	case o.prefix == "":
+	case o.Prefix == "":
 		return nil, usagef("--prefix: must not be empty")
-	case o.devNodes < 1:
-		return nil, usagef("--dev-nodes: must be at least 1, got %d", o.devNodes)
-	case !(o.devRate >= 0):
-		return nil, usagef("--dev-rate: must be >= 0, got %v", o.devRate)
-	case o.dialTimeout <= 0:
+	case dev.Nodes < 1:
+		return nil, usagef("--dev-nodes: must be at least 1, got %d", dev.Nodes)
+	case !(dev.Rate >= 0):
+		return nil, usagef("--dev-rate: must be >= 0, got %v", dev.Rate)
+	case dialTimeout <= 0:
 		return nil, usagef("--dial-timeout: must be positive")
 	case maxStreams < 1:
 		return nil, usagef("--max-streams: must be at least 1, got %d", maxStreams)
 	case perConn < 1 || uint64(perConn) > math.MaxUint32:
 		return nil, usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
 	}
-	o.limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
-	if o.tls, err = serverTLSFlags(c); err != nil {
+	o.Limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
+	if c.Bool("dev") {
+		o.Dev = dev
+	}
+	if o.TLS, err = serverTLSFlags(c); err != nil {
 		return nil, err
 	}
-	if o.tls == nil && !o.insecure && !dial.IsLoopback(host) {
-		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.listen)
+	if o.TLS == nil && !o.insecure && !dial.IsLoopback(host) {
+		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.Listen)
 	}
-	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
+	if o.EtcdConfig, err = parseEtcdOptions(c, e); err != nil {
 		return nil, err
 	}
+	o.EtcdConfig.DialTimeout = dialTimeout
 	return o, nil
 }
 
@@ -157,50 +138,14 @@ func serverTLSFlags(c *cli.Context) (*dial.ServerTLS, error) {
 func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	// Subscribed before serve says it serves: from then on SIGHUP
 	// reloads, it does not end the process.
-	var reloads <-chan os.Signal
 	if e.reloads != nil {
 		c, stop := e.reloads()
 		defer stop()
-		reloads = c
+		o.Reloads = c
 	}
-	if o.dev {
-		fleet, err := devfleet.Start(ctx, devfleet.Config{
-			Dir: o.dataDir, Nodes: o.devNodes, Rate: o.devRate, Seed: time.Now().UnixNano(), Prefix: o.prefix, Logf: e.logf,
-		})
-		if err != nil {
-			return fmt.Errorf("dev: %w", err)
-		}
-		defer fleet.Close()
-		o.etcd = etcdkv.Config{Endpoints: []string{fleet.Endpoint}, Keepalive: o.etcd.Keepalive}
+	o.Logf = e.logf
+	if o.Dev != nil {
+		o.Dev.Seed, o.Dev.Logf = time.Now().UnixNano(), e.logf
 	}
-	o.etcd.DialTimeout = o.dialTimeout
-	o.etcd.Conns = dial.NewConns()
-	client, err := etcdkv.Connect(ctx, o.etcd, o.prefix, true)
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-
-	l, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	host, portStr, _ := net.SplitHostPort(l.Addr().String())
-	port, _ := strconv.Atoi(portStr)
-	srv := server.New(server.Config{
-		Etcd: client, EtcdConns: o.etcd.Conns, Keepalive: o.etcd.Keepalive,
-		Prefix: o.prefix, NodeID: o.nodeID, Host: host, Port: port, Logf: e.logf,
-		TLS: o.tls, Reloads: reloads,
-	})
-	e.logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), o.prefix, o.etcd.Endpoints)
-	if o.dev {
-		e.logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", o.etcd.Endpoints[0], o.devNodes, o.devRate)
-		e.logf("dev:   nodewatch nodes --curator %s", l.Addr())
-		e.logf("dev:   nodewatch key --prefix %s --etcd %s", o.prefix, o.etcd.Endpoints[0])
-	}
-	err = srv.Serve(ctx, l, o.limits.ServerOptions()...)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	return server.RunProcess(ctx, o.Process)
 }

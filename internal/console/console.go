@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"github.com/nodewatch/nodewatch/internal/progress"
 )
 
 // IsTerminal reports whether w is a terminal.
@@ -64,4 +66,21 @@ func WaitHangup(ctx context.Context, w io.Writer) bool {
 		}
 	}
 	return false
+}
+
+// Arrange arranges a run's output for a terminal: when stderr is one, a
+// progress meter shows there how a long listing advances, and every other
+// write to it (log lines, and stdout when it is the same terminal) erases
+// the meter's line first. It returns the writers to use instead of stdout
+// and stderr, and the meter (nil when stderr is not a terminal).
+func Arrange(stdout, stderr io.Writer) (out, errw io.Writer, meter *progress.Meter) {
+	if !IsTerminal(stderr) {
+		return stdout, stderr, nil
+	}
+	meter = progress.New(stderr, 0)
+	out = stdout
+	if IsTerminal(stdout) {
+		out = meter.Writer(stdout)
+	}
+	return out, meter.Writer(stderr), meter
 }
