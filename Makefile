@@ -9,13 +9,11 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nodewatch
 
-## generate: the man page and the completion scripts, from the command-line definition
+## generate: the man page and the fish completion script, from the command-line definition
 ## (make test fails while a checked-in copy is stale).
 generate:
 	mkdir -p completions
 	$(GO) run ./cmd/nodewatch man > docs/nodewatch.1
-	$(GO) run ./cmd/nodewatch completion bash > completions/nodewatch.bash
-	$(GO) run ./cmd/nodewatch completion zsh > completions/_nodewatch
 	$(GO) run ./cmd/nodewatch completion fish > completions/nodewatch.fish
 
 ## test: the whole suite, with the race detector (what CI runs).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 )
 
@@ -47,7 +48,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
 	err := app.RunContext(ctx, append([]string{"nodewatch"}, normalizeArgs(app, args)...))
 	if err != nil && ctx.Err() != nil {
-		err = errInterrupted
+		err = context.Canceled // SIGINT or SIGTERM: the signal context ended
 	}
 	code, report := exitCode(err)
 	if report {
@@ -64,8 +65,8 @@ func newApp(e *env) *cli.App {
 		completionCommand(e, self), versionCommand(e), manCommand(e, self),
 	}
 	for _, c := range commands {
-		if meaning, ok := exitCodesOf[c.Name]; ok {
-			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + exitCodesHelp(meaning)
+		if codes := exitCodesHelp(c.Name); codes != "" {
+			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + codes
 		}
 		c.OnUsageError = onUsage
 		// urfave/cli's own help flag is one package-level value that every
@@ -80,8 +81,8 @@ func newApp(e *env) *cli.App {
 		HideVersion:               true, // `nodewatch version` instead
 		Flags:                     []cli.Flag{helpFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
-		Description:               appDescription,
-		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodesHelp(exitCodesOf["nodes"]),
+		Description:               docs.Help("nodewatch") + "\n\n" + exitCodesBrief(),
+		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodesHelp("nodes"),
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,

@@ -5,21 +5,20 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/completions"
+	"github.com/nodewatch/nodewatch/docs"
 )
 
-// completionCommand prints a shell completion script. The bash and zsh
-// scripts ask nodewatch itself for candidates (urfave/cli's
-// --generate-bash-completion), so they never go stale; the fish script is
-// generated from the command-line definition of the binary that prints it.
+// completionCommand prints a shell completion script: bash and zsh as
+// package completions holds them, fish generated from the command-line
+// definition of the binary that prints it.
 func completionCommand(e *env, app func() *cli.App) *cli.Command {
 	return &cli.Command{
-		Name:      "completion",
-		Usage:     "print a shell completion script (bash, zsh or fish)",
-		ArgsUsage: "bash|zsh|fish",
-		Description: `Examples:
-   source <(nodewatch completion bash)
-   nodewatch completion zsh > "${fpath[1]}/_nodewatch"
-   nodewatch completion fish > ~/.config/fish/completions/nodewatch.fish`,
+		Name:        "completion",
+		Usage:       "print a shell completion script (bash, zsh or fish)",
+		ArgsUsage:   "bash|zsh|fish",
+		Description: docs.Help("completion"),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("completion: want one shell (bash, zsh or fish), got %d arguments", c.NArg())
@@ -38,9 +37,9 @@ func completionCommand(e *env, app func() *cli.App) *cli.Command {
 func completionScript(shell string, app func() *cli.App) (string, error) {
 	switch shell {
 	case "bash":
-		return bashCompletion, nil
+		return completions.Bash, nil
 	case "zsh":
-		return zshCompletion, nil
+		return completions.Zsh, nil
 	case "fish":
 		script, err := app().ToFishCompletion()
 		// urfave/cli offers files beside the commands, where nodewatch
@@ -51,37 +50,3 @@ func completionScript(shell string, app func() *cli.App) (string, error) {
 	}
 	return "", usagef("completion: want bash, zsh or fish, got %q", shell)
 }
-
-const bashCompletion = `# bash completion for nodewatch
-_nodewatch_complete() {
-	local cur="${COMP_WORDS[COMP_CWORD]}"
-	local opts
-	if [[ "$cur" == -* ]]; then
-		opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" "$cur" --generate-bash-completion 2>/dev/null)
-	else
-		opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" --generate-bash-completion 2>/dev/null)
-	fi
-	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-}
-complete -o bashdefault -o default -F _nodewatch_complete nodewatch
-`
-
-const zshCompletion = `#compdef nodewatch
-_nodewatch() {
-	local -a opts
-	local cur="${words[-1]}"
-	if [[ "$cur" == -* ]]; then
-		opts=("${(@f)$(${words[@]:0:#words[@]-1} "$cur" --generate-bash-completion 2>/dev/null)}")
-	else
-		opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion 2>/dev/null)}")
-	fi
-	_describe 'values' opts
-}
-# Autoloaded from $fpath (as _nodewatch), this file is the function's first
-# call: complete now. Sourced, register the function.
-if [[ "${zsh_eval_context[-1]}" == loadautofunc ]]; then
-	_nodewatch "$@"
-else
-	compdef _nodewatch nodewatch
-fi
-`

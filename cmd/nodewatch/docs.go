@@ -6,27 +6,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/version"
 )
-
-// appDescription is the man page's DESCRIPTION.
-var appDescription = `nodewatch opens a watch on cluster state (keys in etcd, or the nodes of a Monogon
-Metropolis cluster through its Curator) and prints every change as newline-delimited JSON:
-new, updated (with the paths that changed), deleted, and batch_done at the end of each batch.
-jq expressions decide which objects are of interest (--filter), which changes count
-(--equals) and when to stop (--until).
-
-` + exitCodesBrief()
 
 // versionCommand prints what build this is, from the build information
 // the Go toolchain records: the module version, the VCS commit and time,
 // whether the tree was modified, and the Go version.
 func versionCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "version",
-		Usage: "print nodewatch's version, commit and Go version",
-		Description: `Examples:
-   nodewatch version`,
+		Name:        "version",
+		Usage:       "print nodewatch's version, commit and Go version",
+		Description: docs.Help("version"),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("version takes no arguments")

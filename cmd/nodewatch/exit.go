@@ -28,51 +28,55 @@ const (
 // their --help says it ("" where the code is not used). brief is the
 // watching commands' meaning in the man page's DESCRIPTION.
 type exitRow struct {
-	code                     int
-	watch, serve, sim, plain string
-	brief                    string
+	code                            int
+	watch, serve, sim, plain, brief string
 }
 
 // exitTable is the EXIT CODES of every command's --help, and of the man
 // page.
-var exitTable = []exitRow{
-	{code: exitOK,
-		watch: "goal met (--once, --until, --count); --timeout passed with no goal set; stdout closed",
-		sim:   "--duration or --steps reached",
-		plain: "done",
-		brief: "goal met (--once, --until, --count), --timeout passed with no goal set, or stdout closed"},
-	{code: exitFailure,
-		watch: "runtime failure: refused by the server, --strict jq error, output error",
-		serve: "runtime failure: cannot listen, refused by etcd",
-		sim:   "runtime failure: refused by etcd",
-		brief: "runtime failure"},
-	{code: exitUsage,
-		watch: "usage: bad flag, argument or jq expression; unreadable TLS file",
-		serve: "usage: bad flag; unreadable or mismatched TLS file; plaintext on a non-loopback address without --insecure",
-		sim:   "usage: bad flag",
-		plain: "usage: bad argument",
-		brief: "usage error (bad flag, argument or jq expression)"},
-	{code: exitUnavailable,
-		watch: "no connection within --dial-timeout, or --timeout passed before the initial state",
-		serve: "etcd not reached within --dial-timeout",
-		sim:   "etcd not reached within --dial-timeout",
-		brief: "no connection within --dial-timeout"},
-	{code: exitTimeout,
-		watch: "--timeout passed with the goal unmet",
-		brief: "--timeout passed with the goal unmet"},
-	{code: exitInterrupted,
-		watch: "interrupted (SIGINT, SIGTERM)",
-		serve: "stopped by SIGINT or SIGTERM (the normal end)",
-		sim:   "interrupted (SIGINT, SIGTERM)",
-		brief: "interrupted"},
+func exitTable() []exitRow {
+	return []exitRow{
+		{exitOK, "goal met (--once, --until, --count); --timeout passed with no goal set; stdout closed",
+			"", "--duration or --steps reached", "done",
+			"goal met (--once, --until, --count), --timeout passed with no goal set, or stdout closed"},
+		{exitFailure, "runtime failure: refused by the server, --strict jq error, output error",
+			"runtime failure: cannot listen, refused by etcd", "runtime failure: refused by etcd", "",
+			"runtime failure"},
+		{exitUsage, "usage: bad flag, argument or jq expression; unreadable TLS file",
+			"usage: bad flag; unreadable or mismatched TLS file; plaintext on a non-loopback address without --insecure",
+			"usage: bad flag", "usage: bad argument",
+			"usage error (bad flag, argument or jq expression)"},
+		{exitUnavailable, "no connection within --dial-timeout, or --timeout passed before the initial state",
+			"etcd not reached within --dial-timeout", "etcd not reached within --dial-timeout", "",
+			"no connection within --dial-timeout"},
+		{exitTimeout, "--timeout passed with the goal unmet", "", "", "", "--timeout passed with the goal unmet"},
+		{exitInterrupted, "interrupted (SIGINT, SIGTERM)", "stopped by SIGINT or SIGTERM (the normal end)",
+			"interrupted (SIGINT, SIGTERM)", "", "interrupted"},
+	}
 }
 
-// exitCodesHelp returns the EXIT CODES section of the --help of the
-// commands whose meanings meaning picks from a row; "" when none has one.
-func exitCodesHelp(meaning func(exitRow) string) string {
+// meaning is what r's code means to command ("" where it has no EXIT
+// CODES section).
+func (r exitRow) meaning(command string) string {
+	switch command {
+	case "nodes", "node", "key":
+		return r.watch
+	case "serve":
+		return r.serve
+	case "sim":
+		return r.sim
+	case "completion", "version":
+		return r.plain
+	}
+	return ""
+}
+
+// exitCodesHelp returns the EXIT CODES section of command's --help; ""
+// when it has none.
+func exitCodesHelp(command string) string {
 	var b strings.Builder
-	for _, r := range exitTable {
-		if m := meaning(r); m != "" {
+	for _, r := range exitTable() {
+		if m := r.meaning(command); m != "" {
 			fmt.Fprintf(&b, "   %-5d %s\n", r.code, m)
 		}
 	}
@@ -82,21 +86,10 @@ func exitCodesHelp(meaning func(exitRow) string) string {
 	return "EXIT CODES:\n" + b.String()
 }
 
-// exitCodesOf picks each command's meanings from the table.
-var exitCodesOf = map[string]func(exitRow) string{
-	"nodes":      func(r exitRow) string { return r.watch },
-	"node":       func(r exitRow) string { return r.watch },
-	"key":        func(r exitRow) string { return r.watch },
-	"serve":      func(r exitRow) string { return r.serve },
-	"sim":        func(r exitRow) string { return r.sim },
-	"completion": func(r exitRow) string { return r.plain },
-	"version":    func(r exitRow) string { return r.plain },
-}
-
 // exitCodesBrief is the exit codes in one paragraph, for the man page.
 func exitCodesBrief() string {
 	var parts []string
-	for _, r := range exitTable {
+	for _, r := range exitTable() {
 		parts = append(parts, strconv.Itoa(r.code)+" "+r.brief)
 	}
 	return wrap("Exit codes of the watching commands (nodes, node, key): "+strings.Join(parts, "; ")+
@@ -143,9 +136,6 @@ func usagef(format string, args ...any) error {
 // usage marks err as a usage error.
 func usage(err error) error { return &exitError{exitUsage, err} }
 
-// errInterrupted: SIGINT or SIGTERM (the run's context was cancelled).
-var errInterrupted = errors.New("interrupted")
-
 // stopError turns how a watch ended into the command's result; target
 // names what was watched ("etcd at …"), timeout is --timeout, goal
 // describes the goal that was set.
@@ -154,7 +144,7 @@ func stopError(res watch.Result, err error, target string, timeout time.Duration
 	case watch.GoalMet, watch.OutputClosed:
 		return nil
 	case watch.Interrupted:
-		return errInterrupted
+		return context.Canceled
 	case watch.TimedOut:
 		switch {
 		case !res.Received:
@@ -179,7 +169,7 @@ func exitCode(err error) (code int, report bool) {
 		return own.code, true
 	case errors.Is(err, dial.ErrUnavailable):
 		return exitUnavailable, true
-	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled): // SIGINT, SIGTERM
 		return exitInterrupted, false
 	case stream.IsClosedPipe(err):
 		// The reader went away (| head -1): ending quietly is the point.

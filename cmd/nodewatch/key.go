@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
@@ -23,18 +24,10 @@ type keyOptions struct {
 
 func keyCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:      "key",
-		Usage:     "watch one etcd key, or every key under a prefix",
-		ArgsUsage: "KEY | --mgmt AREA",
-		Description: `Lists KEY (with --prefix: every key under it) at one revision, then watches
-from the next revision. After a compaction or a lost connection it lists
-again and prints only what differs.
-
-Examples:
-   nodewatch key /config/feature-x
-   nodewatch key --prefix /nodes/ --filter '.value.state == "NODE_STATE_UP"'
-   nodewatch key --prefix /jobs/ --until 'length == 0' --timeout 10m
-   nodewatch key --mgmt exported --for h3 --kind file -o text`,
+		Name:        "key",
+		Usage:       "watch one etcd key, or every key under a prefix",
+		ArgsUsage:   "KEY | --mgmt AREA",
+		Description: docs.Help("key"),
 		Flags: append(append(append(etcdFlags(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
 	"github.com/nodewatch/nodewatch/internal/dial"
@@ -29,40 +30,11 @@ type nodesOptions struct {
 	keepalive       dial.Keepalive
 }
 
-const nodesDescription = `Follows the Watch RPC of a Monogon Metropolis Curator (or of nodewatch serve)
-and prints every node change as NDJSON. The first batch holds every node and
-ends with synced: true; after a lost connection nodewatch reconnects (to the
-next endpoint, or to the leader a non-leader names) and prints only what
-differs.
-
-The Watch stream carries no health. With --health, each node also gets
-"health" (HEALTH_HEALTHY, HEALTH_HEARTBEAT_TIMEOUT, HEALTH_UNKNOWN) and
-"time_since_heartbeat" from Management.GetNodes, polled every
---health-interval; a change of health prints updated (a change of
-time_since_heartbeat alone prints nothing).
-
-Examples:
-   nodewatch nodes --curator 10.0.0.1:7835,10.0.0.2:7835
-   nodewatch nodes --once | jq -r 'select(.type=="new") | .object.status.external_address'
-   nodewatch nodes --until '[.[] | select(.state == "NODE_STATE_UP")] | length >= 3' --timeout 5m
-   nodewatch nodes --health --until 'length >= 3 and all(.health == "HEALTH_HEALTHY")' --timeout 5m
-   nodewatch nodes --filter '.roles.consensus_member' -o text
-   nodewatch nodes --equals '.status.external_address' --changes-only`
-
-const nodeDescription = `Follows one node through the Curator Watch RPC (node_in_cluster). Nothing is
-printed until the node exists; its deletion prints deleted. The wire has no
-"synced" marker for one node: if the server sends nothing within a second of
-connecting, the node is taken not to exist yet (the initial batch is empty).
-
-Examples:
-   nodewatch node metropolis-0123456789abcdef0123456789abcdef --until '.state == "NODE_STATE_UP"' --timeout 10m
-   nodewatch node "$ID" -o text`
-
 func nodesCommand(e *env) *cli.Command {
 	return curatorCommand(e, &cli.Command{
 		Name:        "nodes",
 		Usage:       "watch every node of a Metropolis cluster (Curator Watch)",
-		Description: nodesDescription,
+		Description: docs.Help("nodes"),
 	}, func(c *cli.Context) (string, error) {
 		if c.NArg() != 0 {
 			return "", usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
@@ -76,7 +48,7 @@ func nodeCommand(e *env) *cli.Command {
 		Name:        "node",
 		Usage:       "watch one node of a Metropolis cluster (Curator Watch)",
 		ArgsUsage:   "ID",
-		Description: nodeDescription,
+		Description: docs.Help("node"),
 	}, func(c *cli.Context) (string, error) {
 		switch {
 		case c.NArg() != 1:

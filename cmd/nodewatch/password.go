@@ -34,7 +34,7 @@ func etcdUser(ctx context.Context, e *env, user string) (name, password string, 
 	fmt.Fprintln(e.stderr)
 	switch {
 	case errors.Is(err, context.Canceled):
-		return "", "", errInterrupted
+		return "", "", err
 	case err != nil:
 		return "", "", fmt.Errorf("--user %s: read the password: %w", name, err)
 	case password == "":

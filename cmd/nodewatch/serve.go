@@ -8,47 +8,25 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
 	"github.com/nodewatch/nodewatch/internal/dial"
+	"github.com/nodewatch/nodewatch/internal/service"
 )
 
 // serveOptions are the flags of `nodewatch serve`.
 type serveOptions struct {
-	server.Process
+	service.Process
 	insecure bool
 }
 
 func serveCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "serve",
-		Usage: "serve the Curator Watch API over node records kept in etcd",
-		Description: `Serves metropolis.node.core.curator.proto.api.Curator/Watch and
-CuratorLocal/GetCurrentLeader over the node records under --prefix in etcd
-(key PREFIX+ID, value the Node as protobuf JSON or binary protobuf). One etcd
-watch feeds every client stream; several serve replicas can run side by side.
-A record that cannot be decoded is reported on stderr and skipped.
-
-With --dev, serve starts its own etcd (in-process, loopback, data in a
-temporary directory unless --data-dir) and a simulated fleet of --dev-nodes
-nodes on it, so everything runs on one machine with nothing installed.
-
-Plaintext is refused on a non-loopback --listen address unless --insecure or
---listen-cert/--listen-key are given. On SIGHUP, serve reads --listen-cert,
---listen-key and --listen-cacert again: new connections get the new
-certificate, open streams go on. If the files are unusable, serve logs why
-and keeps the certificate it has.
-
-A client may open --max-streams-per-conn streams on one connection (gRPC
-clients queue the next one until one ends) and all clients together
---max-streams (past it a call fails at once with RESOURCE_EXHAUSTED).
-Requests larger than 16 KiB are refused; a client that pings more often than
-once a second is disconnected (GOAWAY too_many_pings), as by the Curator.
-
-Examples:
-   nodewatch serve --dev
-   nodewatch serve --etcd https://etcd-0:2379,https://etcd-1:2379 --cacert ca.pem --listen 0.0.0.0:7835 --listen-cert srv.pem --listen-key srv.key`,
+		Name:        "serve",
+		Usage:       "serve the Curator Watch API over node records kept in etcd",
+		Description: docs.Help("serve"),
 		Flags: append(etcdFlags(),
 			&cli.StringFlag{Name: "listen", Value: defaultCurator(), Usage: "serve on `HOST:PORT`"},
 			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "node records live under `PREFIX`"},
@@ -147,5 +125,5 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 	if o.Dev != nil {
 		o.Dev.Seed, o.Dev.Logf = time.Now().UnixNano(), e.logf
 	}
-	return server.RunProcess(ctx, o.Process)
+	return service.Run(ctx, o.Process)
 }

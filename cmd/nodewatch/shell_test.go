@@ -19,8 +19,6 @@ func TestGeneratedFiles(t *testing.T) {
 		args []string
 	}{
 		{"docs/nodewatch.1", []string{"man"}},
-		{"completions/nodewatch.bash", []string{"completion", "bash"}},
-		{"completions/_nodewatch", []string{"completion", "zsh"}},
 		{"completions/nodewatch.fish", []string{"completion", "fish"}},
 	} {
 		stdout, stderr, code := runSync(t, g.args...)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
@@ -28,24 +29,9 @@ type simOptions struct {
 // records into etcd and keeps changing it.
 func simCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "sim",
-		Usage: "write a simulated fleet of node records into etcd and keep changing it",
-		Description: `Writes N node records under --prefix (key PREFIX+ID, value the Node message
-as protobuf JSON, or binary protobuf with --format binary), all UP, then
-changes them at --rate changes per second: status heartbeats, address
-changes and reboots, label changes, nodes joining (NEW, STANDBY, UP) and
-being decommissioned and deleted, keeping the fleet near N.
-
-The same --seed (and --nodes, --prefix, --format) always writes the same
-records in the same order; timestamps come from a simulated clock that
-starts at 2026-01-01T00:00:00Z and advances one second per change. Runs
-until --duration or --steps is reached, or until interrupted (exit 130).
-Progress goes to stderr; nothing is printed on stdout.
-
-Examples:
-   nodewatch sim --nodes 3
-   nodewatch sim --nodes 500 --rate 0 --steps 10000 --seed 7
-   nodewatch sim --clear --prefix /demo/nodes/ --duration 1m`,
+		Name:        "sim",
+		Usage:       "write a simulated fleet of node records into etcd and keep changing it",
+		Description: docs.Help("sim"),
 		Flags: append(etcdFlags(),
 			&cli.IntFlag{Name: "nodes", Value: sim.DefaultNodes, Usage: "keep the fleet near `N` nodes"},
 			&cli.Float64Flag{Name: "rate", Value: 1, Usage: "make at most `R` changes per second (0: as fast as etcd takes them)"},

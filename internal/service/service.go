@@ -1,4 +1,8 @@
-package server
+// Package service runs `nodewatch serve` as a process: it starts the dev
+// fleet when asked, connects to etcd, listens, and serves the Curator with
+// a server.Server until its context ends. It stands above the server and
+// the dev fleet, which know nothing of each other.
+package service
 
 import (
 	"context"
@@ -6,6 +10,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
@@ -13,9 +18,9 @@ import (
 
 // Process is `nodewatch serve` as a process runs it: where etcd is (or a
 // dev fleet to start), where to listen, and the Config of the Server, whose
-// Etcd, EtcdConns, Host and Port RunProcess fills in.
+// Etcd, EtcdConns, Host and Port Run fills in.
 type Process struct {
-	Config
+	server.Config
 	// EtcdConfig says how to reach etcd; with Dev, only its Keepalive
 	// and DialTimeout count.
 	EtcdConfig etcdkv.Config
@@ -25,15 +30,15 @@ type Process struct {
 	// Listen is the address to serve on (HOST:PORT).
 	Listen string
 	// Limits bound the streams.
-	Limits Limits
+	Limits server.Limits
 }
 
-// RunProcess connects to etcd (after starting the dev fleet), listens and
+// Run connects to etcd (after starting the dev fleet), listens and
 // serves until ctx ends, and says so through Config.Logf. It returns
 // ctx.Err() when ctx ends, an error wrapping dial.ErrUnavailable when
 // etcd cannot be reached within EtcdConfig's dial timeout, and what else
 // keeps it from serving.
-func RunProcess(ctx context.Context, p Process) error {
+func Run(ctx context.Context, p Process) error {
 	logf := p.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -62,7 +67,7 @@ func RunProcess(ctx context.Context, p Process) error {
 	port, _ := strconv.Atoi(portStr)
 	cfg := p.Config
 	cfg.Etcd, cfg.EtcdConns, cfg.Keepalive, cfg.Host, cfg.Port = client, ec.Conns, ec.Keepalive, host, port
-	srv := New(cfg)
+	srv := server.New(cfg)
 	logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), p.Prefix, ec.Endpoints)
 	if d := p.Dev; d != nil {
 		logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", ec.Endpoints[0], d.Nodes, d.Rate)
