@@ -13,6 +13,7 @@ import (
 	"github.com/itchyny/gojq"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/gobjson"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
@@ -40,23 +41,10 @@ const (
 	ValueQuery
 )
 
-// ParseValueMode parses the value of --value.
+// ParseValueMode parses the value of --value: auto (or ""), json, text,
+// base64, gob or query.
 func ParseValueMode(s string) (ValueMode, error) {
-	switch s {
-	case "auto", "":
-		return ValueAuto, nil
-	case "json":
-		return ValueJSON, nil
-	case "text":
-		return ValueText, nil
-	case "base64":
-		return ValueBase64, nil
-	case "gob":
-		return ValueGob, nil
-	case "query":
-		return ValueQuery, nil
-	}
-	return 0, fmt.Errorf("unknown value mode %q (want auto, json, text, base64, gob or query)", s)
+	return enum.Names[ValueMode]{"auto", "json", "text", "base64", "gob", "query"}.Parse("value mode", s, true)
 }
 
 // Object returns the object nodewatch prints for kv, as its JSON:

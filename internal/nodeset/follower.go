@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
@@ -26,22 +27,11 @@ const (
 	Heartbeat
 )
 
+// eventTypeNames are the names printed in the events' type field.
+var eventTypeNames = enum.Names[EventType]{"", "new", "updated", "deleted", "batch_done", "heartbeat"}
+
 // String returns the name printed in the event's type field.
-func (t EventType) String() string {
-	switch t {
-	case New:
-		return "new"
-	case Updated:
-		return "updated"
-	case Deleted:
-		return "deleted"
-	case BatchDone:
-		return "batch_done"
-	case Heartbeat:
-		return "heartbeat"
-	}
-	return fmt.Sprintf("EventType(%d)", int(t))
-}
+func (t EventType) String() string { return eventTypeNames.String(t) }
 
 // Counts counts the events of a batch by type.
 type Counts struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/enum"
 )
 
 // Kind is the kind of change a Step makes.
@@ -35,26 +36,11 @@ func Kinds() []Kind {
 	return []Kind{Join, Standby, Up, Status, Labels, Decommission, Delete}
 }
 
+// kindNames are the lower-case names of the kinds, e.g. "decommission".
+var kindNames = enum.Names[Kind]{"", "join", "standby", "up", "status", "labels", "decommission", "delete"}
+
 // String returns the lower-case name of k, e.g. "decommission".
-func (k Kind) String() string {
-	switch k {
-	case Join:
-		return "join"
-	case Standby:
-		return "standby"
-	case Up:
-		return "up"
-	case Status:
-		return "status"
-	case Labels:
-		return "labels"
-	case Decommission:
-		return "decommission"
-	case Delete:
-		return "delete"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
+func (k Kind) String() string { return kindNames.String(k) }
 
 // Op is one change a Step made in etcd.
 type Op struct {

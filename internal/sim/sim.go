@@ -13,6 +13,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/enum"
 )
 
 const (
@@ -44,27 +45,14 @@ const (
 	Binary
 )
 
+// formatNames are the names of the formats, as --format takes them.
+var formatNames = enum.Names[Format]{"json", "binary"}
+
 // String returns "json" or "binary".
-func (f Format) String() string {
-	switch f {
-	case JSON:
-		return "json"
-	case Binary:
-		return "binary"
-	}
-	return fmt.Sprintf("Format(%d)", int(f))
-}
+func (f Format) String() string { return formatNames.String(f) }
 
 // ParseFormat parses "json" or "binary".
-func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "json":
-		return JSON, nil
-	case "binary":
-		return Binary, nil
-	}
-	return 0, fmt.Errorf("unknown record format %q (want json or binary)", s)
-}
+func ParseFormat(s string) (Format, error) { return formatNames.Parse("record format", s, false) }
 
 // Config describes a simulated fleet.
 type Config struct {

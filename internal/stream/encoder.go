@@ -16,6 +16,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
@@ -32,17 +33,9 @@ const (
 	Text
 )
 
-// ParseFormat parses the value of -o.
+// ParseFormat parses the value of -o: json (or ""), pretty or text.
 func ParseFormat(s string) (Format, error) {
-	switch s {
-	case "json", "":
-		return JSON, nil
-	case "pretty":
-		return Pretty, nil
-	case "text":
-		return Text, nil
-	}
-	return 0, fmt.Errorf("unknown output format %q (want json, pretty or text)", s)
+	return enum.Names[Format]{"json", "pretty", "text"}.Parse("output format", s, true)
 }
 
 // Options configure an Encoder.

@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
@@ -143,22 +144,11 @@ const (
 	Failed
 )
 
+// stopNames are the names of the ways a run ends.
+var stopNames = enum.Names[Stop]{"", "goal met", "timed out", "interrupted", "output closed", "failed"}
+
 // String returns the name of s.
-func (s Stop) String() string {
-	switch s {
-	case GoalMet:
-		return "goal met"
-	case TimedOut:
-		return "timed out"
-	case Interrupted:
-		return "interrupted"
-	case OutputClosed:
-		return "output closed"
-	case Failed:
-		return "failed"
-	}
-	return fmt.Sprintf("Stop(%d)", int(s))
-}
+func (s Stop) String() string { return stopNames.String(s) }
 
 // Result is how a run ended.
 type Result struct {

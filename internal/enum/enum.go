@@ -1,0 +1,51 @@
+// Package enum names the values of small enumerations (the output
+// format, a value mode, how a run ended), so that each is written once as
+// a table: its String, its parsing from a flag value, and the list of
+// names an error offers.
+package enum
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Names are the names of the values 0, 1, 2… of an enumeration T; "" for
+// a value without a name (such as an invalid zero).
+type Names[T ~int] []string
+
+// String returns the name of v, or "Type(v)" for a value without one.
+func (n Names[T]) String(v T) string {
+	if int(v) >= 0 && int(v) < len(n) && n[v] != "" {
+		return n[v]
+	}
+	return fmt.Sprintf("%T(%d)", v, int(v))
+}
+
+// Parse returns the value named s; "" is the first value when allowEmpty.
+// The error names what is parsed (e.g. "output format") and offers the
+// names.
+func (n Names[T]) Parse(what, s string, allowEmpty bool) (T, error) {
+	if s == "" && allowEmpty {
+		return 0, nil
+	}
+	for i, name := range n {
+		if name != "" && name == s {
+			return T(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown %s %q (want %s)", what, s, n.List())
+}
+
+// List returns the names as a message offers them: "a, b or c".
+func (n Names[T]) List() string {
+	var names []string
+	for _, name := range n {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
