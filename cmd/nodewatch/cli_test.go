@@ -33,9 +33,11 @@ package main
 // run printed, their values are replaced by the placeholders before the
 // comparison, and so is the Go version line's $GO.
 //
-// One wildcard, only where a run prints something that differs from run
-// to run (a port the kernel chose): {{*}} in an expected stdout or stderr
-// matches any text within one line.
+// Wildcards, only for what differs from run to run: in an expected stdout
+// or stderr, {{time}} matches -o text's time of day (15:04:05), {{ts}}
+// --timestamps' RFC 3339 time, {{port}} a port the kernel chose, and
+// {{reconnects}}, a line of its own, any number of "…; reconnecting to
+// ADDR in D" lines (how many a timeout lets through, and D, are random).
 //
 // go test ./cmd/nodewatch -run TestCLI -update-cli rewrites the expected
 // sections (and exit lines) from what the runs printed: review the diff.
@@ -118,6 +120,11 @@ func loadCLICases(path string) (comment string, cases []*cliCase, err error) {
 	comment, sections := parseTxtar(string(data))
 	for _, s := range sections {
 		if title, ok := strings.CutPrefix(s.name, "case "); ok {
+			for _, o := range cases {
+				if o.title == title {
+					return "", nil, fmt.Errorf("%s: two cases named %q", path, title)
+				}
+			}
 			c := &cliCase{file: filepath.Base(path), title: title, sections: map[string]string{}, exit: -1}
 			c.header = strings.Split(strings.TrimSuffix(s.data, "\n"), "\n")
 			for _, l := range c.header {
@@ -311,7 +318,8 @@ func runCLICase(t *testing.T, c *cliCase) cliResult {
 			envVars[name] = expand(value)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	const guard = time.Minute // a case ends by itself well before
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	stdout, stderr := &cliBuffer{}, &cliBuffer{}
 	e := &env{stdin: strings.NewReader(c.sections["stdin"]), stdout: stdout, stderr: stderr, getenv: func(k string) string { return envVars[k] }}
@@ -319,6 +327,9 @@ func runCLICase(t *testing.T, c *cliCase) cliResult {
 	scriptDone := make(chan error, 1)
 	go func() { scriptDone <- cliScript(c.sections["script"], etcd, stdout, stderr, cancel, done) }()
 	code := runEnv(ctx, e, args)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("nodewatch %s did not end within %v", strings.Join(c.args, " "), guard)
+	}
 	close(done)
 	if err := <-scriptDone; err != nil {
 		t.Errorf("script: %v", err)
@@ -431,17 +442,30 @@ func checkCLICase(t *testing.T, c *cliCase, got cliResult) {
 	}
 }
 
-// cliMatch reports whether got is want, where {{*}} in want matches any
-// text within a line.
+// cliWildcards are what may stand in an expected stdout or stderr for
+// what differs from run to run: each matches its regexp.
+var cliWildcards = map[string]string{
+	"{{time}}": `[0-9]{2}:[0-9]{2}:[0-9]{2}`,                    // -o text's time of day
+	"{{ts}}":   `[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9:.]+Z`, // --timestamps
+	"{{port}}": `[0-9]+`,                                        // a port the kernel chose
+	// The reconnect lines logged while a run waits for a connection: how
+	// many come within a timeout, and their delays, are random (jitter).
+	"{{reconnects}}\n": `(?:nodewatch: [^\n]*; reconnecting to [^\n]* in [0-9.]+[a-zµ]+\n)*`,
+}
+
+var cliWildcard = regexp.MustCompile(`\{\{(?:time|ts|port)\}\}|\{\{reconnects\}\}\n`)
+
+// cliMatch reports whether got is want, with cliWildcards in want.
 func cliMatch(want, got string) bool {
-	if !strings.Contains(want, "{{*}}") {
+	if !cliWildcard.MatchString(want) {
 		return want == got
 	}
-	parts := strings.Split(want, "{{*}}")
-	for i, p := range parts {
-		parts[i] = regexp.QuoteMeta(p)
+	re, last := `\A`, 0
+	for _, m := range cliWildcard.FindAllStringIndex(want, -1) {
+		re += regexp.QuoteMeta(want[last:m[0]]) + cliWildcards[want[m[0]:m[1]]]
+		last = m[1]
 	}
-	return regexp.MustCompile(`\A` + strings.Join(parts, `[^\n]*`) + `\z`).MatchString(got)
+	return regexp.MustCompile(re + regexp.QuoteMeta(want[last:]) + `\z`).MatchString(got)
 }
 
 // formatCLICases writes the cases back, with what the runs printed.
@@ -478,7 +502,7 @@ func formatCLICases(comment string, cases []*cliCase, got []*cliResult) string {
 		}
 		for _, s := range []struct{ name, got string }{{"stdout", got[i].stdout}, {"stderr", got[i].stderr}} {
 			if want := c.sections[s.name]; cliMatch(want, s.got) && want != "" {
-				section(s.name, want) // keeps its wildcards
+				section(s.name, want) // with its wildcards
 			} else if s.got != "" {
 				section(s.name, s.got)
 			}
