@@ -21,7 +21,8 @@ package main
 //	-- file PATH --             a file written under $DIR first
 //	-- etcd --                  records loaded into a fresh embedded etcd
 //	                            before the run, one "put KEY VALUE" (VALUE
-//	                            the rest of the line) or "del KEY" a line
+//	                            the rest of the line) or "del KEY" a line,
+//	                            and # comments
 //	-- script --                applied while the run goes on: put and del
 //	                            as above, "wait N" (until stdout has N
 //	                            lines), "wait-stderr N", "interrupt" (the
@@ -350,12 +351,13 @@ func runCLICase(t *testing.T, c *cliCase) cliResult {
 // del KEY (blank lines and # comments do nothing).
 func cliOp(c *clientv3.Client, op string) error {
 	verb, rest, _ := strings.Cut(op, " ")
+	if verb == "" || strings.HasPrefix(op, "#") {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
 	defer cancel()
 	var err error
 	switch verb {
-	case "", "#":
-		return nil
 	case "put":
 		key, value, _ := strings.Cut(rest, " ")
 		_, err = c.Put(ctx, key, value)
