@@ -18,6 +18,9 @@ package main
 //	-- stdout --, -- stderr --  what the run prints (none: nothing)
 //	-- stdin --                 what it reads
 //	-- env --                   NAME=VALUE lines: all the run's getenv sees
+//	                            (not the variables urfave/cli reads from
+//	                            the process for flags, NODEWATCH_ETCD…:
+//	                            refused, as the cases run in parallel)
 //	-- file PATH --             a file written under $DIR first
 //	-- etcd --                  records loaded into a fresh embedded etcd
 //	                            before the run, one "put KEY VALUE" (VALUE
@@ -28,11 +31,11 @@ package main
 //	                            lines), "wait-stderr N", "interrupt" (the
 //	                            run's context is cancelled: exit 130)
 //
-// Placeholders in args and env: $ETCD (the fixture's etcd; the etcd section, the
-// script or $ETCD starts one), $CURATOR (a `nodewatch serve` over that
-// etcd, started in-process) and $DIR (the case's directory). In what a
-// run printed, their values are replaced by the placeholders before the
-// comparison, and so is the Go version line's $GO.
+// Placeholders in args and env: $ETCD (the case's etcd; an etcd or
+// script section or $ETCD starts one), $CURATOR (a `nodewatch serve` over
+// that etcd, started in-process) and $DIR (the case's directory). In
+// what a run printed, their values are replaced by the placeholders
+// before the comparison, and so is $GO (e.g. "go1.26.8 linux/amd64").
 //
 // Wildcards, only for what differs from run to run: in an expected stdout
 // or stderr, {{time}} matches -o text's time of day (15:04:05), {{ts}}
@@ -77,12 +80,12 @@ type cliSection struct{ name, data string }
 
 // cliCase is one case of a file.
 type cliCase struct {
-	file, title string
-	header      []string // the case section's lines
-	args        []string
-	exit        int
-	sections    map[string]string // stdout, stderr, stdin, env, etcd, script
-	files       []cliSection      // file PATH sections
+	title    string
+	header   []string // the case section's lines
+	args     []string
+	exit     int
+	sections map[string]string // stdout, stderr, stdin, env, etcd, script
+	files    []cliSection      // file PATH sections
 }
 
 // parseTxtar splits a txtar file into its comment and sections.
@@ -126,7 +129,7 @@ func loadCLICases(path string) (comment string, cases []*cliCase, err error) {
 					return "", nil, fmt.Errorf("%s: two cases named %q", path, title)
 				}
 			}
-			c := &cliCase{file: filepath.Base(path), title: title, sections: map[string]string{}, exit: -1}
+			c := &cliCase{title: title, sections: map[string]string{}, exit: -1}
 			c.header = strings.Split(strings.TrimSuffix(s.data, "\n"), "\n")
 			for _, l := range c.header {
 				key, value, _ := strings.Cut(l, ":")
