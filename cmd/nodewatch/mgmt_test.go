@@ -51,51 +51,6 @@ func TestKeyMgmtExported(t *testing.T) {
 	golden(t, got)
 }
 
-// TestKeyPatternMismatch: keys the pattern does not match are printed
-// without fields, and the first of them is reported on stderr, once.
-func TestKeyPatternMismatch(t *testing.T) {
-	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/_mgmt/exported/*/h1/file//tmp/foo", "x")
-	etcdtest.Put(t, c, "/_mgmt/exported/odd", "y")
-	etcdtest.Put(t, c, "/_mgmt/exported/odder", "z")
-	stdout, stderr, code := runSync(t, "key", "/_mgmt/exported/", "--prefix", "--etcd", ep, "--key-pattern", exportedPattern, "--once", "-o", "text")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"to=* from=h1 kind=file name=/tmp/foo  \"x\"", "/_mgmt/exported/odd  \"y\"", "/_mgmt/exported/odder  \"z\""} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, stdout)
-		}
-	}
-	if strings.Count(stderr, "does not match --key-pattern") != 1 || !strings.Contains(stderr, `"/_mgmt/exported/odd"`) {
-		t.Errorf("stderr %q: want the first key that does not match, once", stderr)
-	}
-
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"/x", "--key-pattern", "/x/{a}/{a}"}, "named twice"},
-		{[]string{"--mgmt", "nope"}, "--mgmt: unknown area"},
-		{[]string{"/x", "--kind", "file"}, "--kind: only with --mgmt exported"},
-		{[]string{"--mgmt", "strings", "--for", "h1"}, "--for: only with --mgmt exported"},
-		{[]string{"--mgmt", "exported", "--for", "a/b"}, "--for: want a host name"},
-		{[]string{"--mgmt", "exported", "/x"}, "--mgmt takes no KEY"},
-		{[]string{"--mgmt", "exported", "--key-pattern", "/{a}"}, "--mgmt names the segments itself"},
-		{[]string{"--mgmt", "exported", "--filter", ".["}, "--filter"},
-		{[]string{"--mgmt", "exported", "--mgmt-namespace", "_mgmt"}, "--mgmt-namespace: want a key prefix starting with /"},
-		{[]string{"--mgmt"}, "flag needs an argument: --mgmt"},
-		{[]string{"/x", "--bogus"}, "flag provided but not defined: --bogus"},
-	} {
-		_, stderr, code := runSync(t, append([]string{"key", "--etcd", ep}, c.args...)...)
-		if code != 2 || !strings.Contains(stderr, c.want) {
-			t.Errorf("key %s: exit %d, %q; want 2 saying %q", strings.Join(c.args, " "), code, stderr, c.want)
-		}
-	}
-}
-
 // mgmtWorld writes an mgmt-shaped World: exports to every host and to
 // named hosts (names with "/"), a Str and a StrMap, a deploy, and the
 // scheduler's keys, the host's one under a lease of leaseTTL seconds. It

@@ -314,16 +314,6 @@ func TestServeBadRecord(t *testing.T) {
 	}
 }
 
-// TestServeRefusesPlaintext: a non-loopback address needs TLS or
-// --insecure.
-func TestServeRefusesPlaintext(t *testing.T) {
-	t.Parallel()
-	_, stderr, code := runSync(t, "serve", "--listen", "0.0.0.0:7835")
-	if code != 2 || !strings.Contains(stderr, "refusing plaintext") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-}
-
 // TestNodesSimNoLostUpdate: nodes follows a fleet the simulator changes as
 // fast as etcd takes it. Every kind of event shows up, and once the
 // simulator stops, the printed stream, replayed, equals the records in

@@ -10,22 +10,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
-// TestKeyPasswordNoTerminal: --user NAME without a password, with no
-// NODEWATCH_PASSWORD and stdin not a terminal, is exit 2 saying how to
-// give one.
-func TestKeyPasswordNoTerminal(t *testing.T) {
-	t.Parallel()
-	_, errOut, code := runSyncEnv(t, map[string]string{"NODEWATCH_PASSWORD": ""}, "key", "--etcd", "127.0.0.1:1", "/x", "--user", "root")
-	want := "nodewatch: --user root: no password: give --user NAME:PASSWORD, set NODEWATCH_PASSWORD, or run on a terminal to be asked for it\n"
-	if code != exitUsage || errOut != want {
-		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errOut, want)
-	}
-	_, errOut, code = runSync(t, "key", "--etcd", "127.0.0.1:1", "/x", "--user", ":pw")
-	if code != exitUsage || !strings.Contains(errOut, "--user: no user name before the colon") {
-		t.Fatalf("exit %d, stderr %q", code, errOut)
-	}
-}
-
 // TestE2EPasswords: against an etcd with authentication on, the right
 // password works from --user and from NODEWATCH_PASSWORD; a wrong one
 // fails with a message that does not contain it; and whatever fails, no

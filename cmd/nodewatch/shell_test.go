@@ -177,16 +177,3 @@ echo "[file]"; complete -C "nodewatch nodes --cacert shell_te"
 		t.Errorf("completing the file of --cacert: got %q", got)
 	}
 }
-
-// TestHelpAndArgs: the top-level --help ends with the exit codes too;
-// completion takes exactly one shell.
-func TestHelpAndArgs(t *testing.T) {
-	t.Parallel()
-	stdout, _, code := runSync(t, "--help")
-	if _, codes, ok := strings.Cut(stdout, "\nEXIT CODES:\n"); code != 0 || !ok || strings.Contains(codes, ":\n") {
-		t.Errorf("nodewatch --help: exit %d, does not end with its exit codes:\n%s", code, stdout)
-	}
-	if _, stderr, code := runSync(t, "completion", "bash", "extra"); code != 2 || !strings.Contains(stderr, "want one shell") {
-		t.Errorf("completion bash extra: exit %d, %q", code, stderr)
-	}
-}

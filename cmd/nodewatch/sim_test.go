@@ -14,45 +14,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
-func TestSimUsage(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string // in stderr
-	}{
-		{"no nodes", []string{"--nodes", "0"}, "--nodes"},
-		{"too many nodes", []string{"--nodes", "2000000"}, "--nodes"},
-		{"negative rate", []string{"--rate", "-1"}, "--rate"},
-		{"NaN rate", []string{"--rate", "NaN"}, "--rate"},
-		{"negative duration", []string{"--duration", "-1s"}, "--duration"},
-		{"negative steps", []string{"--steps", "-1"}, "--steps"},
-		{"empty prefix", []string{"--prefix", ""}, "--prefix"},
-		{"bad format", []string{"--format", "yaml"}, "--format"},
-		{"zero dial timeout", []string{"--dial-timeout", "0s"}, "--dial-timeout"},
-		{"argument", []string{"extra"}, "no arguments"},
-		{"not a number", []string{"--nodes", "many"}, "nodes"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// Port 1 refuses connections: a usage error must come before
-			// any attempt to connect.
-			args := append([]string{"sim", "--etcd", "127.0.0.1:1"}, tt.args...)
-			stdout, stderr, code := runSync(t, args...)
-			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tt.want) {
-				t.Errorf("nodewatch %s: exit %d, stdout %q, stderr %q; want exit %d, no stdout, %q in stderr",
-					strings.Join(args, " "), code, stdout, stderr, exitUsage, tt.want)
-			}
-		})
-	}
-}
-
-func TestSimUnavailable(t *testing.T) {
-	stdout, stderr, code := runSync(t, "sim", "--etcd", "127.0.0.1:1", "--dial-timeout", "100ms")
-	if code != exitUnavailable || stdout != "" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and no stdout", code, stdout, stderr, exitUnavailable)
-	}
-}
-
 // The command writes what the library writes for the same seed, cleans up
 // with --clear, and stops at --steps or --duration.
 func TestSimCommand(t *testing.T) {
