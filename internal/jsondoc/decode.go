@@ -122,22 +122,36 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[k] = v // a repeated key: the last one wins, as in encoding/json
-		if c, err = d.next(); err != nil {
+		more, err := d.more('}', "an object member")
+		if err != nil {
 			return nil, err
 		}
-		d.i++
-		switch c {
-		case '}':
+		if !more {
 			return m, nil
-		case ',':
-		default:
-			d.i--
-			return nil, d.errorf("invalid character %q after an object member", c)
 		}
 		if c, err = d.next(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// more reads what follows a member or element of a container: close
+// ends it (false), a comma goes on to the next (true); what names the
+// member or element in the error for anything else.
+func (d *decoder) more(close byte, what string) (bool, error) {
+	c, err := d.next()
+	if err != nil {
+		return false, err
+	}
+	d.i++
+	switch c {
+	case close:
+		return false, nil
+	case ',':
+		return true, nil
+	}
+	d.i--
+	return false, d.errorf("invalid character %q after %s", c, what)
 }
 
 func (d *decoder) array(depth int) (any, error) {
@@ -157,17 +171,12 @@ func (d *decoder) array(depth int) (any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		if c, err = d.next(); err != nil {
+		more, err := d.more(']', "an array element")
+		if err != nil {
 			return nil, err
 		}
-		d.i++
-		switch c {
-		case ']':
+		if !more {
 			return a, nil
-		case ',':
-		default:
-			d.i--
-			return nil, d.errorf("invalid character %q after an array element", c)
 		}
 		d.space()
 	}
