@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -117,21 +116,15 @@ type Credentials struct {
 
 // lastError is the last failure of the connections of a Credentials and
 // its clones.
-type lastError struct {
-	mu  sync.Mutex // guards err
-	err error
-}
+type lastError struct{ p atomic.Pointer[error] }
 
-func (l *lastError) set(err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.err = err
-}
+func (l *lastError) set(err error) { l.p.Store(&err) }
 
 func (l *lastError) get() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Explain returns err, or, when err only says that time ran out and a
