@@ -132,3 +132,15 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	}
 	return append(args[:1:1], cmdline.Normalize(args[1:], takesValue)...)
 }
+
+// action is a command's Action: parse its options from the flags, then run
+// with them.
+func action[O any](e *env, parse func(*cli.Context, *env) (O, error), run func(context.Context, *env, O) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		o, err := parse(c, e)
+		if err != nil {
+			return err
+		}
+		return run(c.Context, e, o)
+	}
+}

@@ -48,12 +48,8 @@ type clientTLS struct {
 // etcdFlagNames are the flags dial names when it explains a failed
 // connection to etcd.
 func etcdFlagNames() dial.Flags {
-	return dial.Flags{
-		TLS:        "--cacert FILE or an https:// endpoint",
-		Roots:      "--cacert FILE",
-		Client:     "--cert FILE and --key FILE",
-		ServerName: "--tls-server-name NAME",
-	}
+	return dial.Flags{TLS: "--cacert FILE or an https:// endpoint", Roots: "--cacert FILE",
+		Client: "--cert FILE and --key FILE", ServerName: "--tls-server-name NAME"}
 }
 
 // curatorFlagNames are the flags dial names when it explains a failed

@@ -33,13 +33,7 @@ func keyCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
 		), mgmtFlags()...), watchFlags()...),
-		Action: func(c *cli.Context) error {
-			o, err := parseKeyOptions(c, e)
-			if err != nil {
-				return err
-			}
-			return runKey(c.Context, e, o)
-		},
+		Action: action(e, parseKeyOptions, runKey),
 	}
 }
 
@@ -72,7 +66,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode}}
+	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}}
 	if c.IsSet("key-pattern") {
 		if preset != nil {
 			return nil, usagef("--key-pattern: --mgmt names the segments itself")

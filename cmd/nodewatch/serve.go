@@ -43,13 +43,7 @@ func serveCommand(e *env) *cli.Command {
 			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
 			&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR` (default: a temporary directory)"},
 		),
-		Action: func(c *cli.Context) error {
-			o, err := parseServeOptions(c, e)
-			if err != nil {
-				return err
-			}
-			return runServe(c.Context, e, o)
-		},
+		Action: action(e, parseServeOptions, runServe),
 	}
 }
 

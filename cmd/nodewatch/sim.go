@@ -43,13 +43,7 @@ func simCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "clear", Usage: "first delete every key under the prefix"},
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		),
-		Action: func(c *cli.Context) error {
-			o, err := parseSimOptions(c, e)
-			if err != nil {
-				return err
-			}
-			return runSim(c.Context, e, o)
-		},
+		Action: action(e, parseSimOptions, runSim),
 	}
 }
 

@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"errors"
 	"strings"
 	"sync/atomic"
 
@@ -24,8 +25,9 @@ type Rules struct {
 	Rules   []Rule
 	Default ValueMode
 	// Name is how messages name the rules, e.g. "--key-pattern /a/{b}";
-	// "" names their patterns.
-	Name string
+	// "" names their patterns. ModeFlag is how they name the value mode,
+	// e.g. "--value", when they suggest another (ValueError).
+	Name, ModeFlag string
 }
 
 // Decoder returns the decoding for Watcher.Decode. The first key that no
@@ -34,15 +36,22 @@ type Rules struct {
 func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.KeyValue) (any, error) {
 	var reported atomic.Bool
 	return func(kv *mvccpb.KeyValue) (any, error) {
+		mode, fields, matched := r.Default, []Field(nil), false
 		for _, rule := range r.Rules {
-			if fields, ok := rule.Pattern.Match(string(kv.Key)); ok {
-				return Object(kv, rule.Value, fields)
+			if fields, matched = rule.Pattern.Match(string(kv.Key)); matched {
+				mode = rule.Value
+				break
 			}
 		}
-		if len(r.Rules) > 0 && logf != nil && !reported.Swap(true) {
+		if !matched && len(r.Rules) > 0 && logf != nil && !reported.Swap(true) {
 			logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, r.name())
 		}
-		return Object(kv, r.Default, nil)
+		obj, err := Object(kv, mode, fields)
+		var ve *ValueError
+		if errors.As(err, &ve) {
+			ve.Flag = r.ModeFlag
+		}
+		return obj, err
 	}
 }
 

@@ -102,13 +102,37 @@ func appendMarshal(dst []byte, v any) []byte {
 	return append(dst, out...)
 }
 
+// ValueError is a value that the mode cannot decode, and the modes to try
+// instead.
+type ValueError struct {
+	What string // what the value is not: "gob"
+	Try  string // the modes to try: "auto or text"
+	// Flag is how the caller names the mode, e.g. "--value"; "" for none.
+	Flag string
+	Err  error // why, if more is known
+}
+
+func (e *ValueError) Error() string {
+	try := e.Try
+	if e.Flag != "" {
+		try = e.Flag + " " + try
+	}
+	msg := fmt.Sprintf("value is not %s (try %s)", e.What, try)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *ValueError) Unwrap() error { return e.Err }
+
 // appendValue appends the JSON of a value's bytes, decoded as mode says.
 func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 	switch mode {
 	case ValueGob:
 		out, err := gobjson.DecodeBase64(b)
 		if err != nil {
-			return nil, fmt.Errorf("value is not gob (try --value auto or text): %w", err)
+			return nil, &ValueError{What: "gob", Try: "auto or text", Err: err}
 		}
 		return append(dst, out...), nil
 	case ValueQuery:
@@ -135,7 +159,7 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 		return append(dst, '"'), nil
 	case ValueText:
 		if !utf8.Valid(b) {
-			return nil, errors.New("value is not valid UTF-8 (try --value auto or base64)")
+			return nil, &ValueError{What: "valid UTF-8", Try: "auto or base64"}
 		}
 		return appendMarshal(dst, string(b)), nil
 	case ValueJSON:
