@@ -9,6 +9,11 @@
 // needs is gone (compaction), it lists again and hands over the full state
 // as a resync, for the follower to turn into differences. Transient errors
 // are logged and retried with capped backoff, never returned.
+//
+// It also owns what a key and its value become: Rules name a key's
+// segments and decode its value into the object nodewatch prints (Object,
+// ValueMode), and Mgmt knows the areas of mgmt's World. The command hands
+// them down as values; nothing here calls back into it.
 package etcdkv
 
 import (

@@ -1,4 +1,5 @@
-// Package server is `nodewatch serve`: a Curator-compatible Watch server
+// Package server is the server behind `nodewatch serve` (which
+// internal/service runs as a process): a Curator-compatible Watch server
 // over node records kept in etcd. However many streams it serves, it reads
 // etcd through one list-then-watch (internal/etcdkv), keeps the current
 // nodes in memory and hands each stream its own handoff.Queue, so a slow
