@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak faults proto clean
+.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
 
 all: build
 
@@ -78,6 +78,15 @@ FAULTRUNS ?= 20
 FAULTSEED ?=
 faults: etcd-bin
 	NODEWATCH_FAULTS=1 NODEWATCH_FAULTS_RUNS=$(FAULTRUNS) NODEWATCH_FAULTS_SEED=$(FAULTSEED) $(GO) test -count=1 -run '^TestFaults$$' -v -timeout 0 ./cmd/nodewatch
+
+## recipes-snapshot: what the binary of this tree prints, recorded into OUT (default
+## .recipes/COMMIT): every README recipe against real etcd (etcd-bin) and serve, adapted to end
+## by itself; --help, version, completion, man; output formats; usage errors; the golden files.
+## Normalized so that two runs of one tree are identical: diff -r two OUTs to show a change
+## (a restructure) changes no output.
+OUT ?= .recipes/$(shell git rev-parse --short HEAD 2>/dev/null || echo tree)
+recipes-snapshot:
+	bash scripts/recipes-snapshot.sh $(OUT)
 
 ## proto: regenerate the Curator wire code (protoc from Debian, pinned Go plugins).
 proto:
