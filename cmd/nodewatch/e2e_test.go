@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -277,23 +279,21 @@ func TestE2EChangesOnly(t *testing.T) {
 	// may land before the listing, so the sentinel's first line is `new`
 	// or `updated`; either way, nothing of /c/a or /c/b comes before it.
 	var got []string
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-sync:
-	for i := 0; ; i++ {
+	touches := 0
+	testkit.Eventually(t, func() error {
 		select {
 		case l := <-lines:
 			got = append(got, l)
-			break sync
-		case <-tick.C:
-			etcdtest.Put(t, c, "/c/sync", strconv.Itoa(i))
-		case <-deadline:
-			t.Fatalf("no output at all; stderr %q", stderr.String())
+			return nil
+		default:
 		}
-	}
+		touches++
+		etcdtest.Put(t, c, "/c/sync", strconv.Itoa(touches))
+		return fmt.Errorf("no output at all; stderr %q", stderr.String())
+	})
 	etcdtest.Put(t, c, "/c/a", "2")
 	etcdtest.Delete(t, c, "/c/b")
+	deadline := time.After(timeout)
 	for !strings.HasPrefix(got[len(got)-1], `{"type":"batch_done"`) || !strings.Contains(strings.Join(got, "\n"), `"id":"/c/b"`) {
 		select {
 		case l, ok := <-lines:
@@ -668,7 +668,7 @@ func blockedRun(t *testing.T, args []string, sig syscall.Signal) (int, bool, str
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -775,13 +775,13 @@ func TestE2EServeFailover(t *testing.T) {
 // startLines starts cmd and returns its stdout, line by line (without
 // newlines; the channel is closed at its end), and its stderr. The process
 // is killed when the test ends.
-func startLines(t *testing.T, cmd *exec.Cmd) (<-chan string, *syncBuffer) {
+func startLines(t *testing.T, cmd *exec.Cmd) (<-chan string, *testkit.Buffer) {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &testkit.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/mgmttest"
 )
@@ -213,7 +214,7 @@ func TestE2EMgmtRecipes(t *testing.T) {
 		cmd := exec.Command("bash", "-c", snippet)
 		cmd.Env = []string{"PATH=" + path, "NODEWATCH_ETCD=" + ep}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out syncBuffer
+		var out testkit.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -17,6 +17,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
@@ -352,15 +353,13 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 	}
 
 	want := etcdNodes(t, c)
-	deadline := time.After(timeout)
-	for view.Equal(want) != "" {
-		select {
-		case <-deadline:
-			t.Fatalf("replayed stream differs from etcd:\n%s", view.Equal(want))
-		default:
+	testkit.Eventually(t, func() error {
+		if d := view.Equal(want); d != "" {
+			apply(p.batch(t))
+			return fmt.Errorf("replayed stream differs from etcd:\n%s", d)
 		}
-		apply(p.batch(t))
-	}
+		return nil
+	})
 	for _, typ := range []string{"new", "updated", "deleted"} {
 		if seen[typ] == 0 {
 			t.Errorf("no %s event in %v", typ, seen)

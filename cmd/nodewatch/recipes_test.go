@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -70,7 +71,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "bash", "-c", "reload-app() { echo \"reload-app $1\"; }\n"+snippet)
 		cmd.Env = []string{"PATH=" + path, "CURATOR=" + addr, "NODEWATCH_CURATOR=" + addr, "NODEWATCH_ETCD=" + ep}
-		var out syncBuffer
+		var out testkit.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -109,12 +110,12 @@ func TestServeStreamLimits(t *testing.T) {
 		// The stream counts until its handler returns, shortly after the
 		// client cancelled it.
 		w1.cancel()
-		poll(t, "a stream accepted after one ended", func() bool {
+		testkit.Eventually(t, func() error {
 			w := openWatch(t, conn)
 			if w.err != nil && status.Code(w.err) != codes.ResourceExhausted {
 				t.Fatalf("stream after one ended: %v", w.err)
 			}
-			return w.err == nil
+			return w.err
 		})
 	})
 	t.Run("--max-streams-per-conn", func(t *testing.T) {
@@ -301,14 +302,14 @@ func TestE2EServeReload(t *testing.T) {
 
 // startServeBinary runs the nodewatch binary's serve on a free loopback
 // port and waits until it serves. exited is closed when it has exited.
-func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, exited chan struct{}, addr string) {
+func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *testkit.Buffer, exited chan struct{}, addr string) {
 	t.Helper()
 	addr, err := embedetcd.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd = command(t, append([]string{"serve", "--listen", addr}, args...)...)
-	stderr = &syncBuffer{}
+	stderr = &testkit.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -370,9 +371,9 @@ func waitLines(t *testing.T, p *proc, n int, subs ...string) {
 
 // waitLog waits until stderr holds n lines holding every one of subs; the
 // test fails if done is closed (nodewatch exited) first.
-func waitLog(t *testing.T, stderr *syncBuffer, done <-chan struct{}, n int, subs ...string) {
+func waitLog(t *testing.T, stderr *testkit.Buffer, done <-chan struct{}, n int, subs ...string) {
 	t.Helper()
-	poll(t, fmt.Sprintf("%d lines with %q", n, subs), func() bool {
+	testkit.Eventually(t, func() error {
 		found := 0
 		for _, l := range strings.Split(stderr.String(), "\n") {
 			if containsAll(l, subs) {
@@ -380,14 +381,14 @@ func waitLog(t *testing.T, stderr *syncBuffer, done <-chan struct{}, n int, subs
 			}
 		}
 		if found >= n {
-			return true
+			return nil
 		}
 		select {
 		case <-done:
 			t.Fatalf("nodewatch exited: %s", stderr)
 		default:
 		}
-		return false
+		return fmt.Errorf("%d lines with %q, want %d; stderr:\n%s", found, subs, n, stderr)
 	})
 }
 
@@ -398,22 +399,6 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
-}
-
-// poll calls cond every few milliseconds until it holds; the test fails if
-// it does not within timeout.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s within %v", what, timeout)
-		}
-	}
 }
 
 // install copies file src to dst the way rotation tools do: the new file

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -101,7 +102,7 @@ func TestSimCommand(t *testing.T) {
 	records := c.Watch(wctx, "/endless/", clientv3.WithPrefix())
 	rctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	var errOut syncBuffer
+	var errOut testkit.Buffer
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	go func() {

@@ -145,16 +145,5 @@ func TestNodesMutualTLS(t *testing.T) {
 // waitServing waits until a serve run says it serves.
 func waitServing(t *testing.T, p *proc) {
 	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !strings.Contains(p.stderr.String(), "serving Curator Watch on") {
-		select {
-		case <-p.done:
-			t.Fatalf("serve exited %d: %s", p.code, p.stderr)
-		case <-deadline:
-			t.Fatalf("serve not serving after %v: %s", timeout, p.stderr)
-		case <-tick.C:
-		}
-	}
+	waitStderr(t, p, "serving Curator Watch on")
 }

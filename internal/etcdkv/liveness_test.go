@@ -2,7 +2,6 @@ package etcdkv
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
@@ -18,24 +18,6 @@ import (
 // fastKeepalive gives a silent connection up within 2s of its last byte,
 // so that the tests below do not wait the defaults' 8s.
 var fastKeepalive = dial.Keepalive{Time: time.Second, Timeout: time.Second}
-
-// logs collects what a Watcher logs.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logs) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
 
 // TestWatcherSilentConnection: a watch whose connection goes silent (no
 // FIN, no RST: every byte dropped) notices, closes the connection, watches
@@ -51,12 +33,12 @@ func TestWatcherSilentConnection(t *testing.T) {
 	defer fwd.Close()
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/s/a", "1")
-	log := &logs{}
+	log := &testkit.Buffer{}
 	var mu sync.Mutex
 	var states []bool
 	src := &Source{
 		Config: Config{Endpoints: []string{"http://" + fwd.Addr()}, Keepalive: fastKeepalive},
-		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.logf, OnCurrent: func(current bool) {
+		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.Logf, OnCurrent: func(current bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			states = append(states, current)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -37,7 +38,7 @@ func startWatcher(t *testing.T, w *Watcher) *handoff.Queue {
 
 func next(t *testing.T, mb *handoff.Queue) nodeset.Batch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	b, err := mb.Next(ctx)
 	for err == nil && !b.Full() && len(b.Changes) == 0 {
@@ -103,10 +104,8 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	c := etcdtest.Client(t, ep)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
-	var logs strings.Builder
-	var mu sync.Mutex
-	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
-		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	var logs testkit.Buffer
+	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
 	if b := next(t, mb); b.Cause != nodeset.CauseInitial {
 		t.Fatalf("first batch cause %v", b.Cause)
@@ -166,10 +165,8 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	cluster := etcdtest.StartCluster(t, 3)
 	all := etcdtest.Client(t, strings.Join(cluster.Endpoints, ","))
 	only0 := etcdtest.Client(t, cluster.Endpoints[0])
-	var logs strings.Builder
-	var mu sync.Mutex
-	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
-		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	var logs testkit.Buffer
+	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
 	next(t, mb) // the initial listing
 	rev := etcdtest.Put(t, all, "/q/a", "1")
@@ -180,24 +177,11 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	cluster.Kill(1)
 	cluster.Kill(2)
 	want := fmt.Sprintf("resuming at rev %d", rev+1)
-	deadline := time.Now().Add(3 * etcdtest.Timeout)
-	for {
-		mu.Lock()
-		seen := strings.Contains(logs.String(), want)
-		mu.Unlock()
-		if seen {
-			break
-		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("the watcher did not resume at rev %d; log:\n%s", rev+1, logs.String())
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-t.Context().Done():
-			return
-		}
+	// Elections take a few seconds: three times the usual timeout.
+	if err := testkit.Poll(t.Context(), 3*testkit.Timeout, func() (bool, error) {
+		return strings.Contains(logs.String(), want), nil
+	}); err != nil {
+		t.Fatalf("the watcher did not resume at rev %d (%v); log:\n%s", rev+1, err, logs.String())
 	}
 	cluster.Restart(1)
 	cluster.Restart(2)
@@ -255,7 +239,7 @@ func TestListReportsProgress(t *testing.T) {
 	}()
 	select {
 	case <-s.put:
-	case <-time.After(etcdtest.Timeout):
+	case <-time.After(testkit.Timeout):
 		t.Fatal("no full batch")
 	}
 	cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -26,9 +27,9 @@ var (
 	addrPattern = regexp.MustCompile(`^10\.\d{1,3}\.\d{1,3}\.\d{1,3}$`)
 )
 
-// ctxFor returns a context that ends with the test or after etcdtest.Timeout.
+// ctxFor returns a context that ends with the test or after testkit.Timeout.
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Timeout)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -73,7 +74,7 @@ func testClient(lg *curatortest.Logs, addrs ...string) *Client {
 	return &Client{
 		Endpoints:   addrs,
 		Logf:        lg.Logf,
-		DialTimeout: timeout,
+		DialTimeout: testkit.Timeout,
 		MaxBackoff:  200 * time.Millisecond,
 		Settle:      time.Second,
 	}
@@ -308,7 +309,7 @@ func TestClientRunEndsWithContext(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Run at %s = %v, want context.Canceled", ep, err)
 			}
-		case <-time.After(timeout):
+		case <-time.After(testkit.Timeout):
 			t.Fatalf("Run at %s did not return after cancel", ep)
 		}
 	}

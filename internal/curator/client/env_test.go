@@ -11,14 +11,13 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 const (
-	timeout = curatortest.Timeout
-	quiet   = curatortest.Quiet
-	up      = commonpb.NodeState_NODE_STATE_UP
-	fresh   = commonpb.NodeState_NODE_STATE_NEW
+	up    = commonpb.NodeState_NODE_STATE_UP
+	fresh = commonpb.NodeState_NODE_STATE_NEW
 )
 
 // startServer runs a Curator server for cfg until the test ends.
@@ -76,7 +75,7 @@ func startClient(t *testing.T, c *Client) *running {
 // next returns the next batch, changes in id order.
 func (r *running) next() nodeset.Batch {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	b, err := r.mb.Next(ctx)
 	if err != nil {
@@ -89,7 +88,7 @@ func (r *running) next() nodeset.Batch {
 // none makes sure no batch arrives for a while.
 func (r *running) none() {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), quiet)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Quiet)
 	defer cancel()
 	if b, err := r.mb.Next(ctx); err == nil {
 		r.t.Fatalf("unexpected batch %+v", b)
@@ -102,8 +101,8 @@ func (r *running) wait() error {
 	select {
 	case <-r.done:
 		return r.err
-	case <-time.After(timeout):
-		r.t.Fatalf("Run did not return within %v", timeout)
+	case <-time.After(testkit.Timeout):
+		r.t.Fatalf("Run did not return within %v", testkit.Timeout)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -18,10 +19,9 @@ import (
 // restarting server's port would refuse it. Its methods are safe for
 // concurrent use.
 type attemptLog struct {
-	l       net.Listener
-	target  string
-	wg      sync.WaitGroup // the accept loop and every forwarded connection
-	changed chan struct{}  // signalled (never closed) after every accept
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup // the accept loop and every forwarded connection
 
 	mu       sync.Mutex // guards the fields below
 	accepted []time.Time
@@ -35,7 +35,7 @@ func newAttemptLog(t *testing.T, target string) *attemptLog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &attemptLog{l: l, target: target, changed: make(chan struct{}, 1), conns: map[net.Conn]struct{}{}}
+	a := &attemptLog{l: l, target: target, conns: map[net.Conn]struct{}{}}
 	a.wg.Go(a.accept)
 	t.Cleanup(func() {
 		l.Close()
@@ -61,10 +61,6 @@ func (a *attemptLog) accept() {
 		a.accepted = append(a.accepted, time.Now())
 		a.conns[in] = struct{}{}
 		a.mu.Unlock()
-		select {
-		case a.changed <- struct{}{}:
-		default:
-		}
 		a.wg.Go(func() { a.forward(in) })
 	}
 }
@@ -76,7 +72,7 @@ func (a *attemptLog) forward(in net.Conn) {
 		a.mu.Unlock()
 		in.Close()
 	}()
-	out, err := net.DialTimeout("tcp", a.target, timeout)
+	out, err := net.DialTimeout("tcp", a.target, testkit.Timeout)
 	if err != nil {
 		return
 	}
@@ -103,18 +99,14 @@ func (a *attemptLog) forward(in net.Conn) {
 // returns their times.
 func (a *attemptLog) waitFor(t *testing.T, n int, t0 time.Time) []time.Time {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		if at := a.since(t0); len(at) >= n {
-			return at[:n]
+	var at []time.Time
+	testkit.Eventually(t, func() error {
+		if at = a.since(t0); len(at) < n {
+			return fmt.Errorf("%d attempts, want %d", len(at), n)
 		}
-		select {
-		case <-a.changed:
-		case <-deadline.C:
-			t.Fatalf("%d attempts within %v, want %d", len(a.since(t0)), timeout, n)
-		}
-	}
+		return nil
+	})
+	return at[:n]
 }
 
 // since returns the times of the attempts accepted at or after t0.

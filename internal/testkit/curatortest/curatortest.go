@@ -24,14 +24,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
-)
-
-// Test timeouts: how long to wait for what should happen, and how long to
-// watch for what must not.
-const (
-	Timeout = etcdtest.Timeout
-	Quiet   = 100 * time.Millisecond
 )
 
 // Node returns a node record with its state and address set.
@@ -139,7 +133,7 @@ func (l *Logs) Logf(format string, args ...any) {
 // returns it.
 func (l *Logs) WaitFor(subs ...string) string {
 	l.t.Helper()
-	deadline := time.NewTimer(Timeout)
+	deadline := time.NewTimer(testkit.Timeout)
 	defer deadline.Stop()
 	for {
 		l.mu.Lock()
@@ -162,7 +156,7 @@ func (l *Logs) WaitFor(subs ...string) string {
 		select {
 		case <-l.changed:
 		case <-deadline.C:
-			l.t.Fatalf("no log line containing %q within %v", subs, Timeout)
+			l.t.Fatalf("no log line containing %q within %v", subs, testkit.Timeout)
 		}
 	}
 }
@@ -214,7 +208,7 @@ func WaitReady(t *testing.T, svc interface{ Register(grpc.ServiceRegistrar) }) {
 	g := ServeGRPC(t, "", svc)
 	defer g.Stop()
 	conn := Dial(t, g.Addr)
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	w, err := apipb.NewCuratorClient(conn).Watch(ctx, NodesReq())
 	if err != nil {
@@ -223,7 +217,7 @@ func WaitReady(t *testing.T, svc interface{ Register(grpc.ServiceRegistrar) }) {
 	for {
 		ev, err := w.Recv()
 		if err != nil {
-			t.Fatalf("server not ready within %v: %v", Timeout, err)
+			t.Fatalf("server not ready within %v: %v", testkit.Timeout, err)
 		}
 		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
 			return
@@ -303,8 +297,8 @@ func (s *Stream) Next() *apipb.WatchEvent {
 			s.t.Fatalf("stream ended: %v", s.Err)
 		}
 		return ev
-	case <-time.After(Timeout):
-		s.t.Fatalf("no event within %v", Timeout)
+	case <-time.After(testkit.Timeout):
+		s.t.Fatalf("no event within %v", testkit.Timeout)
 	}
 	return nil
 }
@@ -318,7 +312,7 @@ func (s *Stream) None() {
 			s.t.Fatalf("unexpected event %v", ev)
 		}
 		s.t.Fatalf("stream ended: %v", s.Err)
-	case <-time.After(Quiet):
+	case <-time.After(testkit.Quiet):
 	}
 }
 
@@ -332,8 +326,8 @@ func (s *Stream) End() error {
 			s.t.Fatalf("unexpected event %v", ev)
 		}
 		return s.Err
-	case <-time.After(Timeout):
-		s.t.Fatalf("stream did not end within %v", Timeout)
+	case <-time.After(testkit.Timeout):
+		s.t.Fatalf("stream did not end within %v", testkit.Timeout)
 	}
 	return nil
 }

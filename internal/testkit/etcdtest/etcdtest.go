@@ -21,10 +21,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
-
-// Timeout is how long tests wait for something that should happen.
-const Timeout = 10 * time.Second
 
 // Start starts an embedded etcd that lives as long as the test and
 // returns its client URL.
@@ -54,7 +52,7 @@ func StartTLS(t testing.TB, tls embedetcd.TLS) string {
 // when the test ends.
 func Client(t testing.TB, endpoint string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoint, ","), DialTimeout: Timeout, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoint, ","), DialTimeout: testkit.Timeout, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +63,7 @@ func Client(t testing.TB, endpoint string) *clientv3.Client {
 // Put writes key=value and returns the new revision.
 func Put(t testing.TB, c *clientv3.Client, key, value string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	resp, err := c.Put(ctx, key, value)
 	if err != nil {
@@ -77,7 +75,7 @@ func Put(t testing.TB, c *clientv3.Client, key, value string) int64 {
 // Delete deletes key and returns the new revision.
 func Delete(t testing.TB, c *clientv3.Client, key string) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	resp, err := c.Delete(ctx, key)
 	if err != nil {
@@ -90,24 +88,27 @@ func Delete(t testing.TB, c *clientv3.Client, key string) int64 {
 // and returns the new revision.
 func PutRetrying(t testing.TB, c *clientv3.Client, key, value string) int64 {
 	t.Helper()
-	deadline := time.Now().Add(Timeout)
-	for {
+	var rev int64
+	err := testkit.Poll(context.Background(), testkit.Timeout, func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		resp, err := c.Put(ctx, key, value)
-		cancel()
-		if err == nil {
-			return resp.Header.Revision
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("put %q: %v", key, err)
-		}
+		rev = resp.Header.Revision
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("put %q: %v", key, err)
 	}
+	return rev
 }
 
 // Compact compacts the history up to rev and waits until it is gone.
 func Compact(t testing.TB, c *clientv3.Client, rev int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	if _, err := c.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatalf("compact at rev %d: %v", rev, err)
@@ -118,7 +119,7 @@ func Compact(t testing.TB, c *clientv3.Client, rev int64) {
 // authentication on; c keeps working as it was until it reconnects.
 func EnableAuth(t testing.TB, c *clientv3.Client, rootPassword string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	if _, err := c.UserAdd(ctx, "root", rootPassword); err != nil {
 		t.Fatal(err)
@@ -323,18 +324,14 @@ func (c *Cluster) Kill(i int) {
 
 // Restart starts member i again on its data and addresses; the other
 // members must have a quorum. An address still in use (the killed member's
-// sockets closing, a stranger) is tried again for up to Timeout.
+// sockets closing, a stranger) is tried again for up to testkit.Timeout.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	deadline := time.Now().Add(Timeout)
-	for {
+	err := testkit.Poll(context.Background(), testkit.Timeout, func() (bool, error) {
 		err := c.start(i)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			c.t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return !errors.Is(err, syscall.EADDRINUSE), err
+	})
+	if err != nil {
+		c.t.Fatal(err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // MemberEnv is the environment variable that makes a test binary an etcd
@@ -173,7 +173,7 @@ func (c *Cluster) spawn(i int) (*member, error) {
 	cmd := exec.Command(c.exe)
 	cmd.Env = append(os.Environ(), MemberEnv+"="+string(cfg))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = &tail{}
+	cmd.Stderr = newTail()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -204,11 +204,11 @@ func (c *Cluster) ready(i int, m *member) error {
 		if m.cmd.ProcessState.ExitCode() == exitAddrInUse {
 			return fmt.Errorf("member %d: %w", i, syscall.EADDRINUSE)
 		}
-		return fmt.Errorf("member %d ended: %s", i, m.cmd.Stderr.(*tail).String())
+		return fmt.Errorf("member %d ended: %s", i, m.cmd.Stderr.(*testkit.Buffer).String())
 	case <-time.After(2 * time.Minute):
 		m.cmd.Process.Kill()
 		<-m.done
-		return fmt.Errorf("member %d: not ready after 2 minutes: %s", i, m.cmd.Stderr.(*tail).String())
+		return fmt.Errorf("member %d: not ready after 2 minutes: %s", i, m.cmd.Stderr.(*testkit.Buffer).String())
 	}
 }
 
@@ -235,23 +235,22 @@ func (c *Cluster) Restart(i int) error {
 	if c.members[i] != nil {
 		return nil
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return testkit.Poll(context.Background(), time.Minute, func() (bool, error) {
 		m, err := c.spawn(i)
 		if err != nil {
-			return err
+			return true, err
 		}
 		err = c.ready(i, m)
 		if err == nil {
 			c.members[i] = m
-			return nil
+			return true, nil
 		}
-		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			return err
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return true, err
 		}
 		c.logf("member %d: addresses in use, starting it again", i)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, err
+	})
 }
 
 // Pause stops member i with SIGSTOP: its sockets stay open, it answers
@@ -302,25 +301,17 @@ func (c *Cluster) Heal() error {
 // running members' maintenance Status until one names itself, for up to
 // a minute.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	leader := -1
+	err := testkit.Poll(ctx, time.Minute, func() (bool, error) {
 		for i, ep := range c.Endpoints {
-			if m := c.members[i]; m == nil || m.paused {
-				continue
-			}
-			if c.isLeader(ctx, ep) {
-				return i, nil
+			if m := c.members[i]; m != nil && !m.paused && c.isLeader(ctx, ep) {
+				leader = i
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return 0, errors.New("no member says it leads after a minute")
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return false, errors.New("no member says it leads")
+	})
+	return leader, err
 }
 
 func (c *Cluster) isLeader(ctx context.Context, ep string) bool {
@@ -366,32 +357,14 @@ func (c *Cluster) Close() {
 // in its data dir; this holds what went wrong starting it).
 func (c *Cluster) MemberStderr(i int) string {
 	if m := c.members[i]; m != nil {
-		return m.cmd.Stderr.(*tail).String()
+		return m.cmd.Stderr.(*testkit.Buffer).String()
 	}
 	return ""
 }
 
-// tail keeps the last 16 KiB written to it; safe across goroutines.
-type tail struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 16<<10; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
+// newTail returns a buffer for a process's stderr that keeps its last
+// 16 KiB.
+func newTail() *testkit.Buffer { return &testkit.Buffer{Max: 16 << 10} }
 
 // HasLeader reports whether member i answers its maintenance Status and
 // knows a leader.

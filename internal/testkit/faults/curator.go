@@ -39,7 +39,6 @@ type CuratorClient struct {
 	events    int  // nodes and tombstones applied
 	streams   int  // streams opened
 	violation error
-	changed   chan struct{} // closed (and replaced) at each event
 	paused    chan struct{} // non-nil while not reading; closed to resume
 }
 
@@ -47,7 +46,7 @@ type CuratorClient struct {
 // over each event.
 func StartCuratorClient(addrs []string, delay time.Duration) *CuratorClient {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &CuratorClient{addrs: addrs, delay: delay, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	c := &CuratorClient{addrs: addrs, delay: delay, cancel: cancel, done: make(chan struct{})}
 	go c.run(ctx)
 	return c
 }
@@ -129,10 +128,6 @@ func (c *CuratorClient) wait(ctx context.Context) bool {
 // apply applies ev; backlog collects the current stream's backlog until
 // its marker. c.mu must be held.
 func (c *CuratorClient) apply(ev *apipb.WatchEvent, backlog *map[string]*apipb.Node) {
-	defer func() {
-		close(c.changed)
-		c.changed = make(chan struct{})
-	}()
 	fail := func(format string, args ...any) {
 		if c.violation == nil {
 			c.violation = fmt.Errorf("curator client: "+format, args...)
@@ -204,13 +199,6 @@ func (c *CuratorClient) Synced() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.synced
-}
-
-// Changed returns a channel closed at the next event applied.
-func (c *CuratorClient) Changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
 }
 
 // Events returns the number of nodes and tombstones applied.

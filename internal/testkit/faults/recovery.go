@@ -15,6 +15,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // Recovery is how long one stream took to recover from one fault: from
@@ -189,11 +190,12 @@ func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 	if ended, _ := ctl.Ended(); !ended {
 		return true
 	}
-	deadline := time.Now().Add(r.cfg.Converge)
-	for n := 1; time.Now().Before(deadline); n++ {
-		if err := ctl.Restart(); err != nil {
-			r.problem("%s: %v", ctl.Name, err)
-			return false
+	n := 0
+	var restart error
+	err := testkit.Poll(ctx, r.cfg.Converge, func() (bool, error) {
+		n++
+		if restart = ctl.Restart(); restart != nil {
+			return true, restart
 		}
 		probe := fmt.Sprintf(`{"etcdctl-probe":"%d-%d"}`, r.markers, n)
 		at := ctl.WaitValue([]byte(probe))
@@ -201,22 +203,25 @@ func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 		_, err := r.client.Put(wctx, MarkerKey, probe)
 		cancel()
 		if err != nil {
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return false
-			}
-			continue
+			return false, err
 		}
 		select {
 		case <-at:
-			return true
+			return true, nil
 		case <-time.After(time.Second):
+			return false, nil
 		case <-ctx.Done():
-			return false
+			return true, ctx.Err()
 		}
+	})
+	switch {
+	case err == nil:
+		return true
+	case restart != nil:
+		r.problem("%s: %v", ctl.Name, restart)
+	case ctx.Err() == nil:
+		r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
 	}
-	r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
 	return false
 }
 

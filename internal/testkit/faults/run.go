@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
@@ -312,11 +313,11 @@ func (r *run) setup() {
 	// stopped before that lists afresh when continued, which is not the
 	// resync a fault is meant to provoke.
 	for _, s := range r.streams {
-		if !r.await(context.Background(), s.Changed, s.Synced) {
+		if !r.await(context.Background(), s.Synced) {
 			t.Fatalf("%s: no initial state after %v; stderr:\n%s", s.Name, r.cfg.Converge, s.Stderr())
 		}
 	}
-	if !r.await(context.Background(), r.curator.Changed, r.curator.Synced) {
+	if !r.await(context.Background(), r.curator.Synced) {
 		t.Fatalf("curator client: no backlog after %v", r.cfg.Converge)
 	}
 }
@@ -409,7 +410,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 			p.Restore()
 		}
 		r.keyCut.Cont()
-		if !r.await(ctx, r.keyCut.Changed, func() bool { return r.keyCut.Resyncs() > before }) {
+		if !r.await(ctx, func() bool { return r.keyCut.Resyncs() > before }) {
 			r.problem("%s: %s printed no resync batch within %v of the compaction", k, r.keyCut.Name, r.cfg.Converge)
 		}
 
@@ -429,7 +430,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		r.servers[i].Stop(syscall.SIGKILL)
 		m.fault()
 		moved := func() bool { return r.nodesReplica() == 1-i }
-		if !r.await(ctx, nil, moved) {
+		if !r.await(ctx, moved) {
 			r.problem("%s: nodes did not connect to replica %d within %v", k, 1-i, r.cfg.Converge)
 		}
 		if err := r.servers[i].Start(); err != nil {
@@ -509,7 +510,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 			r.cluster.Pause(b)
 		}
 		m.fault()
-		if !r.await(ctx, nil, func() bool { return !r.cluster.HasLeader(ctx, alive) }) {
+		if !r.await(ctx, func() bool { return !r.cluster.HasLeader(ctx, alive) }) {
 			r.problem("%s: m%d still has a leader %v after losing both peers", k, alive, r.cfg.Converge)
 		}
 		if !r.work.WaitFailures(ctx, 5, time.Minute) {
@@ -538,7 +539,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		// took writes. (The workload is slow meanwhile: the calls its
 		// client sends to the cut-off member time out.)
 		var since time.Time
-		if !r.await(ctx, nil, func() bool {
+		if !r.await(ctx, func() bool {
 			switch {
 			case r.cluster.HasLeader(ctx, i):
 				since = time.Time{}
@@ -593,43 +594,24 @@ func (r *run) killMember(ctx context.Context, k Kind, i int, m *measurement) {
 // compact compacts etcd at its current revision, retrying through
 // elections for up to a minute.
 func (r *run) compact(ctx context.Context) (int64, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var rev int64
+	err := testkit.Poll(ctx, time.Minute, func() (bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		resp, err := r.client.Get(cctx, "compact", clientv3.WithCountOnly())
 		if err == nil {
-			_, err = r.client.Compact(cctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+			rev = resp.Header.Revision
+			_, err = r.client.Compact(cctx, rev, clientv3.WithCompactPhysical())
 		}
-		cancel()
-		if err == nil {
-			return resp.Header.Revision, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, err
-		}
-	}
+		return err == nil, err
+	})
+	return rev, err
 }
 
-// await waits until cond holds, for up to cfg.Converge: at each close of
-// changed() (nil: none), and at least every 100ms.
-func (r *run) await(ctx context.Context, changed func() <-chan struct{}, cond func() bool) bool {
-	deadline := time.NewTimer(r.cfg.Converge)
-	defer deadline.Stop()
-	for !cond() {
-		var ch <-chan struct{}
-		if changed != nil {
-			ch = changed()
-		}
-		select {
-		case <-ch:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline.C:
-			return cond()
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
+// await waits until cond holds, for up to cfg.Converge, and reports
+// whether it does.
+func (r *run) await(ctx context.Context, cond func() bool) bool {
+	return testkit.Poll(ctx, r.cfg.Converge, func() (bool, error) { return cond(), nil }) == nil
 }
 
 // heal makes every process run again: members, proxies, replicas,
@@ -657,9 +639,9 @@ func (r *run) heal() {
 // cfg.Converge; a stream that does not is a divergence.
 func (r *run) converge() {
 	ctx := context.Background()
-	check := func(name string, changed func() <-chan struct{}, diff func() (string, error)) {
+	check := func(name string, diff func() (string, error)) {
 		last := ""
-		ok := r.await(ctx, changed, func() bool {
+		ok := r.await(ctx, func() bool {
 			d, err := diff()
 			if err != nil {
 				d = err.Error()
@@ -684,7 +666,7 @@ func (r *run) converge() {
 		if s.Violation() != nil {
 			continue // the replay is meaningless after a broken rule
 		}
-		check(s.Name, s.Changed, func() (string, error) {
+		check(s.Name, func() (string, error) {
 			c, cancel := read()
 			defer cancel()
 			var want map[string]any
@@ -713,7 +695,7 @@ func (r *run) converge() {
 		})
 	}
 	if r.curator.Violation() == nil {
-		check("curator client", r.curator.Changed, func() (string, error) {
+		check("curator client", func() (string, error) {
 			c, cancel := read()
 			defer cancel()
 			want, err := Nodes(c, r.client, "")

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
 
@@ -28,14 +29,13 @@ type Stream struct {
 
 	cmd    *exec.Cmd
 	r      *os.File // read end of the stdout pipe
-	stderr *tail
+	stderr *testkit.Buffer
 	done   chan struct{} // closed when the reader has seen the end and cmd.Wait returned
 
 	mu        sync.Mutex // guards everything below
 	check     replay.Checker
 	violation error         // the first line the Checker refused
 	resyncs   int           // batch_done lines with cause "resync"
-	changed   chan struct{} // closed (and replaced) at each line and at the end
 	paused    chan struct{} // non-nil while the reader does not read; closed to resume
 	closing   bool          // Close was called: the end is expected
 	ended     bool
@@ -49,7 +49,7 @@ func StartStream(name, bin string, env []string, revs bool, args ...string) (*St
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{Name: name, r: r, stderr: &tail{}, done: make(chan struct{}), changed: make(chan struct{})}
+	s := &Stream{Name: name, r: r, stderr: newTail(), done: make(chan struct{})}
 	s.check.Revs = revs
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = env
@@ -90,14 +90,12 @@ func (s *Stream) read() {
 			s.resyncs++
 		}
 		s.waits.line(line, time.Now())
-		s.wake()
 		s.mu.Unlock()
 	}
 	s.r.Close()
 	s.cmd.Wait()
 	s.mu.Lock()
 	s.ended = true
-	s.wake()
 	s.mu.Unlock()
 }
 
@@ -107,25 +105,12 @@ func isBatchDone(line []byte) bool {
 	return ev.Type == "batch_done"
 }
 
-// wake tells waiters something changed; s.mu must be held.
-func (s *Stream) wake() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 // WaitLine returns a channel that receives the time the reader read the
 // first line, from now on, that match accepts (see Marker).
 func (s *Stream) WaitLine(match func(line []byte) bool) <-chan time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waits.add(match)
-}
-
-// Changed returns a channel closed at the next line (or the end).
-func (s *Stream) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }
 
 // Equal compares the replayed state with want, as replay.Checker.Equal

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // echo starts a line echo server and returns its address.
@@ -64,11 +66,6 @@ func dial(t *testing.T, f *Forwarder) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-const (
-	should  = 10 * time.Second       // what should happen
-	mustNot = 300 * time.Millisecond // what must not happen
-)
-
 func TestForwarderSilence(t *testing.T) {
 	f, err := Listen("127.0.0.1", echo(t))
 	if err != nil {
@@ -76,11 +73,11 @@ func TestForwarderSilence(t *testing.T) {
 	}
 	defer f.Close()
 	old, oldR := dial(t, f)
-	if !roundTrip(t, old, oldR, should) {
+	if !roundTrip(t, old, oldR, testkit.Timeout) {
 		t.Fatal("no echo before the fault")
 	}
 	f.Silence()
-	if roundTrip(t, old, oldR, mustNot) {
+	if roundTrip(t, old, oldR, testkit.Quiet) {
 		t.Fatal("a silenced connection carried bytes")
 	}
 	// Nothing was closed: writes still succeed, and a new connection works.
@@ -88,7 +85,7 @@ func TestForwarderSilence(t *testing.T) {
 		t.Fatalf("a silenced connection was closed: %v", err)
 	}
 	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, should) {
+	if !roundTrip(t, fresh, freshR, testkit.Timeout) {
 		t.Fatal("a new connection after Silence carried nothing")
 	}
 }
@@ -101,19 +98,19 @@ func TestForwarderBlockHeal(t *testing.T) {
 	defer f.Close()
 	f.Block()
 	blocked, blockedR := dial(t, f)
-	if roundTrip(t, blocked, blockedR, mustNot) {
+	if roundTrip(t, blocked, blockedR, testkit.Quiet) {
 		t.Fatal("a connection made while blocked carried bytes")
 	}
 	f.Heal()
-	if roundTrip(t, blocked, blockedR, mustNot) {
+	if roundTrip(t, blocked, blockedR, testkit.Quiet) {
 		t.Fatal("a connection silenced while blocked came back after Heal")
 	}
 	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, should) {
+	if !roundTrip(t, fresh, freshR, testkit.Timeout) {
 		t.Fatal("a new connection after Heal carried nothing")
 	}
 	f.Cut()
-	fresh.SetReadDeadline(time.Now().Add(should))
+	fresh.SetReadDeadline(time.Now().Add(testkit.Timeout))
 	if _, err := freshR.ReadString('\n'); err == nil {
 		t.Fatal("Cut left a connection open")
 	}
