@@ -185,8 +185,7 @@ func TestE2EExitCodes(t *testing.T) {
 // exit 1, with the password nowhere in the message.
 func TestE2EAuthRefused(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw")
 	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:s3cret-wrong"))
 	if code != 1 || !strings.Contains(errOut, "authentication failed") {
@@ -206,9 +205,7 @@ func TestE2EAuthRefused(t *testing.T) {
 // nodewatch promptly although no further event comes.
 func TestE2EPipes(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/p/a", "1")
+	ep, c := etcdtest.StartWith(t, "/p/a", "1")
 
 	t.Run("reader sees the first batch before exit", func(t *testing.T) {
 		cmd := command(t, "key", "--etcd", ep, "--prefix", "/p/")
@@ -268,10 +265,7 @@ func TestE2EPipes(t *testing.T) {
 
 func TestE2EChangesOnly(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/c/a", "1")
-	etcdtest.Put(t, c, "/c/b", "1")
+	ep, c := etcdtest.StartWith(t, "/c/a", "1", "/c/b", "1")
 	lines, stderr := startLines(t, command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only"))
 	// nodewatch prints nothing while it builds the initial state, so
 	// touch a sentinel key until a change shows: from then on, changes
@@ -324,9 +318,7 @@ func TestE2EChangesOnly(t *testing.T) {
 // plain on a terminal with NO_COLOR.
 func TestE2EText(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/t/a", `{"v":1}`)
+	ep, _ := etcdtest.StartWith(t, "/t/a", `{"v":1}`)
 	args := []string{"key", "--etcd", ep, "--prefix", "/t/", "--once", "-o", "text"}
 
 	code, out, _ := runCmd(t, command(t, args...))
@@ -406,9 +398,7 @@ func unusedAddr() (string, error) { return embedetcd.FreeAddr() }
 // until three nodes are up) against `nodewatch serve`, both as binaries.
 func TestE2ENodesUntil(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr, err := unusedAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -506,9 +496,7 @@ func TestE2ENodesUntil(t *testing.T) {
 // the completion scripts ask the binary for candidates.
 func TestE2EEnvAndCompletion(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/e/a", "1")
+	ep, _ := etcdtest.StartWith(t, "/e/a", "1")
 
 	cmd := command(t, "key", "/e/", "--prefix", "--once")
 	cmd.Env = append(cmd.Env, "NODEWATCH_ETCD="+ep)
@@ -585,10 +573,7 @@ func TestE2EVersion(t *testing.T) {
 // for an unreachable etcd, exit 3).
 func TestE2ERBAC(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/config/app", `{"v":1}`)
-	etcdtest.Put(t, c, "/secret/x", "s")
+	ep, c := etcdtest.StartWith(t, "/config/app", `{"v":1}`, "/secret/x", "s")
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, step := range []func() error{
@@ -622,8 +607,7 @@ func TestE2ERBAC(t *testing.T) {
 // so does --timeout.
 func TestE2ESignalWhileBlocked(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	big := strings.Repeat("x", 8<<10)
 	for i := 0; i < 100; i += 10 { // 800 KB of output: far more than a pipe holds
@@ -714,9 +698,7 @@ func TestE2ENodesTimeoutUnreachable(t *testing.T) {
 // differences.
 func TestE2EServeFailover(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	var addrs []string
 	var servers []*exec.Cmd
 	for i := 0; i < 2; i++ {

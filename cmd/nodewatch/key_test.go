@@ -15,14 +15,14 @@ import (
 
 func TestKeyOnce(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/a/json", `{"state":"up","n":12345678901234567890123}`)
-	etcdtest.Put(t, c, "/a/text", "hello, world")
-	etcdtest.Put(t, c, "/a/binary", "\xff\x00\xfe")
-	etcdtest.Put(t, c, "/a/\xffkey", "binary key")
-	etcdtest.Put(t, c, "/a/empty", "")
-	etcdtest.Put(t, c, "/b/outside", "not under the prefix")
+	ep, _ := etcdtest.StartWith(t,
+		"/a/json", `{"state":"up","n":12345678901234567890123}`,
+		"/a/text", "hello, world",
+		"/a/binary", "\xff\x00\xfe",
+		"/a/\xffkey", "binary key",
+		"/a/empty", "",
+		"/b/outside", "not under the prefix",
+	)
 
 	stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/a/", "--once")
 	if code != 0 {
@@ -40,9 +40,7 @@ func watchKey(t *testing.T, args ...string) (*proc, []string) {
 
 func TestKeyLive(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/a/1", `{"v":1}`)
+	ep, c := etcdtest.StartWith(t, "/a/1", `{"v":1}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/a/")
 
 	etcdtest.Put(t, c, "/a/2", `{"v":1}`) // new
@@ -68,10 +66,7 @@ func TestKeyLive(t *testing.T) {
 
 func TestKeySingle(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/k", "1")
-	etcdtest.Put(t, c, "/k2", "a key that merely shares the prefix")
+	ep, c := etcdtest.StartWith(t, "/k", "1", "/k2", "a key that merely shares the prefix")
 	p, got := watchKey(t, "--etcd", ep, "/k")
 	etcdtest.Put(t, c, "/k2", "changed")
 	etcdtest.Put(t, c, "/k", "2")
@@ -81,10 +76,7 @@ func TestKeySingle(t *testing.T) {
 
 func TestKeyFilter(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/n/a", `{"up":false}`)
-	etcdtest.Put(t, c, "/n/b", `{"up":true}`)
+	ep, c := etcdtest.StartWith(t, "/n/a", `{"up":false}`, "/n/b", `{"up":true}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--filter", ".value.up")
 
 	etcdtest.Put(t, c, "/n/a", `{"up":true}`) // starts matching: new
@@ -102,9 +94,7 @@ func TestKeyFilter(t *testing.T) {
 
 func TestKeyEquals(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":1}`)
+	ep, c := etcdtest.StartWith(t, "/n/a", `{"status":"up","heartbeat":1}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--equals", ".value.status")
 
 	etcdtest.Put(t, c, "/n/a", `{"status":"up","heartbeat":2}`) // outside the projection
@@ -117,10 +107,7 @@ func TestKeyEquals(t *testing.T) {
 
 func TestKeyArgs(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/n/a", `{"zone":"east","size":3}`)
-	etcdtest.Put(t, c, "/n/b", `{"zone":"west","size":5}`)
+	ep, _ := etcdtest.StartWith(t, "/n/a", `{"zone":"east","size":3}`, "/n/b", `{"zone":"west","size":5}`)
 	// Flags after the positional argument, jq's two-value --arg.
 	stdout, stderr, code := runSync(t, "key", "/n/", "--etcd", ep, "--prefix", "--once",
 		"--arg", "zone", "west", "--argjson", "min", "4",
@@ -135,11 +122,11 @@ func TestKeyArgs(t *testing.T) {
 
 func TestKeyValueModes(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/json", `{"a":[1,2.50,"x"]}`)
-	etcdtest.Put(t, c, "/v/text", `not json`)
-	etcdtest.Put(t, c, "/v/bin", "\x00\x01\xff")
+	ep, _ := etcdtest.StartWith(t,
+		"/v/json", `{"a":[1,2.50,"x"]}`,
+		"/v/text", `not json`,
+		"/v/bin", "\x00\x01\xff",
+	)
 	for _, mode := range []string{"auto", "json", "text", "base64"} {
 		t.Run(mode, func(t *testing.T) {
 			stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/v/", "--once", "--value", mode)
@@ -153,9 +140,7 @@ func TestKeyValueModes(t *testing.T) {
 
 func TestKeyBadRecordSkipped(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/good", `{"ok":true}`)
+	ep, c := etcdtest.StartWith(t, "/v/good", `{"ok":true}`)
 	p, _ := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--value", "json")
 	etcdtest.Put(t, c, "/v/bad", `{"truncated":`)
 	etcdtest.Put(t, c, "/v/after", `{"ok":1}`)
@@ -170,10 +155,7 @@ func TestKeyBadRecordSkipped(t *testing.T) {
 
 func TestKeyEvalErrorWarns(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/str", `"a string"`)
-	etcdtest.Put(t, c, "/v/obj", `{"up":true}`)
+	ep, c := etcdtest.StartWith(t, "/v/str", `"a string"`, "/v/obj", `{"up":true}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--filter", ".value.up")
 	if len(got) != 2 || !strings.Contains(got[0], `"id":"/v/obj"`) {
 		t.Fatalf("initial batch: want only /v/obj, got %q", got)
@@ -203,9 +185,7 @@ func TestKeyEvalErrorWarns(t *testing.T) {
 
 func TestKeyUntil(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/n/a", `"up"`)
+	ep, c := etcdtest.StartWith(t, "/n/a", `"up"`)
 	p, _ := watchKey(t, "--etcd", ep, "--prefix", "/n/", "--until", `length == 3 and all(.value == "up")`)
 	etcdtest.Put(t, c, "/n/b", `"up"`)
 	p.batch(t)
@@ -256,8 +236,7 @@ func TestKeyUsageErrors(t *testing.T) {
 // lets it back: it must list again and print exactly the differences.
 func TestKeyCompaction(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	etcdtest.Put(t, c, "/n/keep", "same")
 	etcdtest.Put(t, c, "/n/change", "before")
@@ -289,8 +268,7 @@ func TestKeyCompaction(t *testing.T) {
 // the resync; it is not printed as deleted.
 func TestKeyResyncKeepsBadRecord(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	etcdtest.Put(t, c, "/n/a", `{"ok":1}`)
 	etcdtest.Put(t, c, "/n/b", `{"ok":2}`)
@@ -374,8 +352,7 @@ func (w *stalledWriter) firstWrite() time.Time {
 // passes while it is written.
 func TestKeyCountMetBeforeTimeout(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	for _, k := range []string{"/s/a", "/s/b", "/s/c"} {
 		etcdtest.Put(t, c, k, "1")
 	}
@@ -399,10 +376,7 @@ func TestKeyCountMetBeforeTimeout(t *testing.T) {
 // message for an empty KEY suggests.
 func TestKeyEveryKey(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "a", "1")
-	etcdtest.Put(t, c, "/b", "2")
+	ep, _ := etcdtest.StartWith(t, "a", "1", "/b", "2")
 	stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "", "--once")
 	if code != 0 || !strings.Contains(stdout, `"id":"/b"`) || !strings.Contains(stdout, `"id":"a"`) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)

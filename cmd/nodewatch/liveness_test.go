@@ -62,9 +62,7 @@ func (p *proc) waitLine(t *testing.T, subs ...string) time.Duration {
 // and when it was current again.
 func TestKeySilentConnection(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/s/a", `"1"`)
+	ep, c := etcdtest.StartWith(t, "/s/a", `"1"`)
 	fwd := forward(t, ep)
 	p := start(t, append([]string{"key", "--prefix", "/s/", "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	p.batch(t)
@@ -80,9 +78,7 @@ func TestKeySilentConnection(t *testing.T) {
 // serve goes silent print the next change.
 func TestNodesSilentConnection(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 	for _, args := range [][]string{{"nodes"}, {"node", "metropolis-" + idA}} {
 		t.Run(args[0], func(t *testing.T) {
@@ -107,9 +103,7 @@ func TestNodesSilentConnection(t *testing.T) {
 // serves the view again, which they take as a resync.
 func TestServeSilentEtcd(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
 	fwd := forward(t, ep)
 	srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	p := start(t, "nodes", "--curator", addr)
@@ -127,9 +121,7 @@ func TestServeSilentEtcd(t *testing.T) {
 // made meanwhile, although the first replica's etcd stays unreachable.
 func TestNodesMovesToHealthyReplica(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
 	fwd := forward(t, ep)
 	_, cutOff := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	_, healthy := startServe(t, nil, "--etcd", ep)
@@ -165,9 +157,7 @@ func (p *proc) nextHeartbeat(t *testing.T) heartbeatLine {
 // it never goes backwards.
 func TestKeyHeartbeat(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/h/a", `"1"`)
+	ep, c := etcdtest.StartWith(t, "/h/a", `"1"`)
 	p := start(t, "key", "--prefix", "/h/", "--etcd", ep, "--heartbeat", "300ms")
 	p.batch(t)
 	var last int64
@@ -196,9 +186,7 @@ func TestKeyHeartbeat(t *testing.T) {
 // connection was confirmed (the Curator wire has no revisions).
 func TestNodesHeartbeat(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr, "--heartbeat", "300ms")
 	p.batch(t)

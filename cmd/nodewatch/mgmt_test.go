@@ -27,8 +27,7 @@ const exportedPattern = "/_mgmt/exported/{to}/{from}/{kind}/{name...}"
 // change to a resource says what changed inside it.
 func TestKeyMgmtExported(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	content := "v1\n"
 	file := &mgmttest.FileRes{Base: mgmttest.NewBase("file", "/tmp/foo", "*"), Path: "/tmp/foo", Content: &content, State: "exists"}
 	etcdtest.Put(t, c, "/_mgmt/exported/*/h1/file//tmp/foo", string(mgmttest.ResToB64(t, file)))
@@ -56,11 +55,11 @@ func TestKeyMgmtExported(t *testing.T) {
 // without fields, and the first of them is reported on stderr, once.
 func TestKeyPatternMismatch(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/_mgmt/exported/*/h1/file//tmp/foo", "x")
-	etcdtest.Put(t, c, "/_mgmt/exported/odd", "y")
-	etcdtest.Put(t, c, "/_mgmt/exported/odder", "z")
+	ep, _ := etcdtest.StartWith(t,
+		"/_mgmt/exported/*/h1/file//tmp/foo", "x",
+		"/_mgmt/exported/odd", "y",
+		"/_mgmt/exported/odder", "z",
+	)
 	stdout, stderr, code := runSync(t, "key", "/_mgmt/exported/", "--prefix", "--etcd", ep, "--key-pattern", exportedPattern, "--once", "-o", "text")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -132,8 +131,7 @@ func mgmtWorld(t *testing.T, c *clientv3.Client, leaseTTL int64) clientv3.LeaseI
 // lease expires.
 func TestKeyMgmtPreset(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	lease := mgmtWorld(t, c, 2)
 	// The lease is kept alive (as mgmt's scheduler does) until the
 	// scheduler's state has been printed, however slow the machine.
@@ -199,8 +197,7 @@ func TestE2EMgmtRecipes(t *testing.T) {
 	if len(recipes) != 3 {
 		t.Fatalf("README has %d mgmt recipes, this test knows 3", len(recipes))
 	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	mgmtWorld(t, c, 60)
 	path := filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
 	// run runs a snippet and calls act once it has printed something

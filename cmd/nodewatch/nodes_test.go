@@ -42,6 +42,17 @@ func putNode(t *testing.T, c *clientv3.Client, n *apipb.Node) {
 	etcdtest.Put(t, c, curator.DefaultPrefix+n.Id, string(b))
 }
 
+// fleet starts an etcd for the test holding the records of nodes, and
+// returns its client URL and a client for it.
+func fleet(t *testing.T, nodes ...*apipb.Node) (string, *clientv3.Client) {
+	t.Helper()
+	ep, c := etcdtest.StartWith(t)
+	for _, n := range nodes {
+		putNode(t, c, n)
+	}
+	return ep, c
+}
+
 const (
 	idA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	idB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -85,8 +96,7 @@ func (p *proc) stop(t *testing.T) {
 
 func TestNodesOnce(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	s := sim.New(sim.Config{Nodes: 4, Seed: 42})
 	if err := s.Populate(context.Background(), c); err != nil {
 		t.Fatal(err)
@@ -103,8 +113,7 @@ func TestNodesOnce(t *testing.T) {
 // events but is printed as one batch.
 func TestNodesBigBacklog(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	const n = 40
 	big := strings.Repeat("x", 100<<10) // 100 KiB per node: 4 MB in all
 	ctx := context.Background()
@@ -133,9 +142,7 @@ func itoa2(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)
 
 func TestNodesLive(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 
 	t.Run("lifecycle", func(t *testing.T) {
@@ -169,9 +176,7 @@ func TestNodesLive(t *testing.T) {
 
 func TestNodeOne(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 
 	p := start(t, "node", "metropolis-"+idC, "--curator", addr)
@@ -198,10 +203,10 @@ func TestNodeOne(t *testing.T) {
 // address: nodes prints exactly the differences.
 func TestNodesServeRestart(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	ep, c := fleet(t,
+		node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"),
+		node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"),
+	)
 	addr, srv := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr)
 	got := p.batch(t)
@@ -224,9 +229,7 @@ func TestNodesServeRestart(t *testing.T) {
 // differences.
 func TestNodesFailover(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr1, srv1 := serve(t, ep)
 	addr2, _ := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr1+","+addr2)
@@ -265,9 +268,7 @@ func TestNodesFailover(t *testing.T) {
 // non-leader does: the client follows it.
 func TestNodesFollowLeader(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	leader, _ := serve(t, ep)
 	host, port, _ := net.SplitHostPort(leader)
 
@@ -293,9 +294,7 @@ func TestNodesFollowLeader(t *testing.T) {
 // skipped; streams go on.
 func TestServeBadRecord(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	etcdtest.Put(t, c, curator.DefaultPrefix+"metropolis-broken", "{not a node")
 	addr, srv := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr)
@@ -331,8 +330,7 @@ func TestServeRefusesPlaintext(t *testing.T) {
 // etcd: no update is lost, whatever was coalesced on the way.
 func TestNodesSimNoLostUpdate(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	s := sim.New(sim.Config{Nodes: 10, Seed: 7})
 	if err := s.Populate(ctx, c); err != nil {
@@ -352,10 +350,13 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Replay what was printed so far, until it equals etcd.
 	want := etcdNodes(t, c)
 	testkit.Eventually(t, func() error {
+		for len(p.lines) > 0 {
+			apply([]string{<-p.lines})
+		}
 		if d := view.Equal(want); d != "" {
-			apply(p.batch(t))
 			return fmt.Errorf("replayed stream differs from etcd:\n%s", d)
 		}
 		return nil

@@ -33,8 +33,7 @@ func TestKeyPasswordNoTerminal(t *testing.T) {
 // the password in NODEWATCH_USER.
 func TestE2EPasswords(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw-s3cret")
 	dead, err := unusedAddr()
 	if err != nil {
@@ -81,8 +80,7 @@ func TestE2EPasswords(t *testing.T) {
 // fails without naming it.
 func TestE2EPasswordPrompt(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw-typed")
 	for _, tc := range []struct {
 		typed string

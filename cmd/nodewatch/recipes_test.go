@@ -54,8 +54,7 @@ func TestE2EReadmeRecipes(t *testing.T) {
 	if len(recipes) != 7 {
 		t.Fatalf("README has %d recipes, this test knows 7", len(recipes))
 	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	for _, id := range []string{idA, idB, idC} {
 		putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, "10.0.0."+id[:1]))
 	}

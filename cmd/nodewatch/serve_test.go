@@ -90,9 +90,7 @@ func TestServeFlagErrors(t *testing.T) {
 // is accepted. Past --max-streams-per-conn a gRPC client's stream waits.
 func TestServeStreamLimits(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 
 	t.Run("--max-streams", func(t *testing.T) {
 		t.Parallel()
@@ -149,9 +147,7 @@ func TestServeStreamLimits(t *testing.T) {
 // certificate kept.
 func TestServeReloadCertificate(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 
 	cluster := newPKI(t, "cluster-ca")
 	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
@@ -232,9 +228,7 @@ func TestServeReloadCertificate(t *testing.T) {
 // has nothing to reload and goes on too.
 func TestE2EServeReload(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	cluster := newPKI(t, "cluster-ca")
 	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
 	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)

@@ -57,8 +57,7 @@ func TestSimUnavailable(t *testing.T) {
 // The command writes what the library writes for the same seed, cleans up
 // with --clear, and stops at --steps or --duration.
 func TestSimCommand(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 

@@ -32,8 +32,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Skip("set NODEWATCH_SOAK=2m (or run make soak) to soak")
 	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	s := sim.New(sim.Config{Nodes: 200, Seed: 99})
 	if err := s.Populate(ctx, c); err != nil {

@@ -56,8 +56,7 @@ func value(kv *mvccpb.KeyValue) (any, error) { return string(kv.Value), nil }
 // TestListPaged: 2,500 keys at page size 100 arrive as 25 responses but
 // one initial batch, all at the revision of the first page.
 func TestListPaged(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	const n = 2500
 	for i := 0; i < n; i += 100 {
@@ -100,8 +99,7 @@ func TestListPaged(t *testing.T) {
 // (Here the etcd client resumes the watch by itself; TestResumeAfterNoLeader
 // drives the watcher's own resume loop.)
 func TestResumeAfterDisconnect(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
 	var logs testkit.Buffer
@@ -140,10 +138,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 // TestSingleKeyIgnoresSiblings: without Prefix only the key itself is
 // listed and watched.
 func TestSingleKeyIgnoresSiblings(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/s", "1")
-	etcdtest.Put(t, c, "/s/child", "1")
+	_, c := etcdtest.StartWith(t, "/s", "1", "/s/child", "1")
 	mb := startWatcher(t, &Watcher{Client: c, Key: "/s", Decode: value})
 	b := next(t, mb)
 	if len(b.Changes) != 1 || b.Changes[0].ID != "/s" {
@@ -224,8 +219,7 @@ func (s *listedSink) Put(b nodeset.Batch) {
 // wants to know how many objects it has read, page by page, before it
 // puts the full batch.
 func TestListReportsProgress(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	for i := range 5 {
 		etcdtest.Put(t, c, fmt.Sprintf("/r/%d", i), "v")
 	}
@@ -254,8 +248,7 @@ func TestListReportsProgress(t *testing.T) {
 // key order, page by page), then watched from the next, a change in each
 // arriving; a key under neither never does.
 func TestWatcherAlso(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	for _, k := range []string{"/e/h3/a", "/e/h3/b", "/e/*/c", "/e/h2/d", "/e/h30/e"} {
 		etcdtest.Put(t, c, k, "v")
 	}
@@ -303,8 +296,7 @@ func changeIDs(b nodeset.Batch) []string {
 // the break in one range is not delivered again because the other range
 // was quiet.
 func TestWatcherAlsoResumesEachRange(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
 	w := &Watcher{Client: pc, Key: "/f/a/", Prefix: true, Also: []string{"/f/b/"}, Decode: value, MaxBackoff: 200 * time.Millisecond}

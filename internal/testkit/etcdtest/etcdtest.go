@@ -48,6 +48,22 @@ func StartTLS(t testing.TB, tls embedetcd.TLS) string {
 	return s.Endpoint
 }
 
+// StartWith starts an embedded etcd as Start does, puts kv (a key, its
+// value, the next key, …) in that order, and returns its client URL and a
+// client for it (see Client).
+func StartWith(t testing.TB, kv ...string) (string, *clientv3.Client) {
+	t.Helper()
+	if len(kv)%2 != 0 {
+		t.Fatalf("StartWith: key %q has no value", kv[len(kv)-1])
+	}
+	url := Start(t)
+	c := Client(t, url)
+	for i := 0; i < len(kv); i += 2 {
+		Put(t, c, kv[i], kv[i+1])
+	}
+	return url, c
+}
+
 // Client returns a client for endpoint (several: comma-separated), closed
 // when the test ends.
 func Client(t testing.TB, endpoint string) *clientv3.Client {
