@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,14 +60,14 @@ func TestMeterRunErases(t *testing.T) {
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	testkit.Eventually(t, func() error {
-		if !strings.Contains(term.String(), "7 objects") {
+		if !bytes.Contains(term.Bytes(), []byte("7 objects")) {
 			return fmt.Errorf("no line drawn: %q", term.String())
 		}
 		return nil
 	})
 	cancel()
 	<-done
-	if got := term.String(); !strings.HasSuffix(got, "\r\x1b[K") {
+	if got := term.String(); !bytes.HasSuffix([]byte(got), []byte("\r\x1b[K")) {
 		t.Errorf("terminal ends with %q, want the line erased", got)
 	}
 }

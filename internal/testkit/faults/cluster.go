@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -21,8 +22,8 @@ import (
 )
 
 // MemberEnv is the environment variable that makes a test binary an etcd
-// member: its TestMain, finding it set, calls RunMember with its value
-// instead of running tests.
+// member: its TestMain, calling MemberMain first, runs the member its value
+// describes instead of the tests.
 const MemberEnv = "NODEWATCH_FAULTS_MEMBER"
 
 // memberReady is the line a member prints on stdout once it serves.
@@ -31,11 +32,28 @@ const memberReady = "ready"
 // exitAddrInUse is a member's exit code when its addresses are taken.
 const exitAddrInUse = 98
 
-// RunMember runs the etcd member that cfg (an embedetcd.Config as JSON)
+// MemberMain makes the running test binary an etcd member when a Cluster
+// started it as one (MemberEnv is set): it runs the member until SIGTERM
+// or SIGINT, then exits. Otherwise it returns at once. The TestMain of a
+// package whose tests start a Cluster (or a fault run) calls it first.
+func MemberMain() {
+	cfg := os.Getenv(MemberEnv)
+	if cfg == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := runMember(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(memberExitCode(err))
+}
+
+// runMember runs the etcd member that cfg (an embedetcd.Config as JSON)
 // describes, prints "ready" on stdout once it serves clients, and blocks
-// until ctx ends (then closes it cleanly) or the process is killed. It is
-// what a member process does; see Cluster.
-func RunMember(ctx context.Context, cfg string, stdout io.Writer) error {
+// until ctx ends (then closes it cleanly) or the process is killed.
+func runMember(ctx context.Context, cfg string, stdout io.Writer) error {
 	var c embedetcd.Config
 	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
 		return fmt.Errorf("member config: %w", err)
@@ -53,10 +71,10 @@ func RunMember(ctx context.Context, cfg string, stdout io.Writer) error {
 	return nil
 }
 
-// MemberExitCode is the exit code for a member whose RunMember returned
+// memberExitCode is the exit code for a member whose runMember returned
 // err: 0 for nil, a code of its own when the addresses were taken (Cluster
 // then starts it again), 1 otherwise.
-func MemberExitCode(err error) int {
+func memberExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0

@@ -2,25 +2,15 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
+	"fmt"
 
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(MemberEnv); cfg != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := RunMember(ctx, cfg, os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.Exit(MemberExitCode(err))
-	}
+	MemberMain()
 	os.Exit(m.Run())
 }
 

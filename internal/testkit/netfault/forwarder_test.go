@@ -115,3 +115,29 @@ func TestForwarderBlockHeal(t *testing.T) {
 		t.Fatal("Cut left a connection open")
 	}
 }
+
+func TestForwarderHoldRelease(t *testing.T) {
+	f, err := Listen("127.0.0.1", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	open, openR := dial(t, f)
+	if !roundTrip(t, open, openR, testkit.Timeout) {
+		t.Fatal("no echo before the fault")
+	}
+	f.Hold()
+	open.SetReadDeadline(time.Now().Add(testkit.Timeout))
+	if _, err := openR.ReadString('\n'); err == nil {
+		t.Fatal("Hold left a connection open")
+	}
+	held, heldR := dial(t, f)
+	if roundTrip(t, held, heldR, testkit.Quiet) {
+		t.Fatal("a connection made while held carried bytes")
+	}
+	f.Release()
+	// The echo that comes first is that of the ping sent while held.
+	if !roundTrip(t, held, heldR, testkit.Timeout) {
+		t.Fatal("a connection held was not forwarded after Release")
+	}
+}
