@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/handoff"
@@ -27,6 +28,28 @@ func startServer(t *testing.T, cfg server.Config) *server.Server {
 	curatortest.Start(t, s)
 	return s
 }
+
+// served is what most tests here start with: a store holding some nodes,
+// a log, and a server for the store on loopback.
+type served struct {
+	st  *curatortest.Store
+	lg  *curatortest.Logs
+	srv *server.Server
+	g   *curatortest.GRPCServer
+}
+
+// serveNodes puts nodes in a new store and serves it (see serveStore).
+func serveNodes(t *testing.T, nodes ...*apipb.Node) *served {
+	t.Helper()
+	s := &served{st: curatortest.NewStore(t), lg: curatortest.NewLogs(t)}
+	s.st.Put(nodes...)
+	s.srv, s.g = serveStore(t, s.st, s.lg)
+	return s
+}
+
+// client returns a test client (see testClient) of s's log, for s's
+// server.
+func (s *served) client() *Client { return testClient(s.lg, s.g.Addr) }
 
 // serveStore serves st's records over gRPC on loopback, once the server
 // holds them.

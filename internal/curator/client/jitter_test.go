@@ -31,10 +31,7 @@ type attemptLog struct {
 // newAttemptLog starts an attemptLog to target, closed when the test ends.
 func newAttemptLog(t *testing.T, target string) *attemptLog {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testkit.Listen(t)
 	a := &attemptLog{l: l, target: target, conns: map[net.Conn]struct{}{}}
 	a.wg.Go(a.accept)
 	t.Cleanup(func() {
@@ -136,11 +133,9 @@ func TestReconnectJitter(t *testing.T) {
 		lockstep  = 10 * time.Millisecond // two attempts this close are in step
 		maxInStep = 8                     // of n: fewer are in step with jitter, all of them without
 	)
-	st := curatortest.NewStore(t)
 	n1 := curatortest.Node("n1", up, "a")
-	st.Put(n1)
-	lg := curatortest.NewLogs(t)
-	srv, g := serveStore(t, st, lg)
+	s := serveNodes(t, n1)
+	lg, srv, g := s.lg, s.srv, s.g
 
 	logs := []*attemptLog{newAttemptLog(t, g.Addr), newAttemptLog(t, g.Addr)}
 	var clients []*running

@@ -24,10 +24,7 @@ import (
 func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 	t.Helper()
 	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: curatortest.NewLogs(t).Logf})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, l, lim.ServerOptions()...) }()

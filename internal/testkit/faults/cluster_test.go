@@ -2,9 +2,9 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
-	"fmt"
 
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )

@@ -101,25 +101,26 @@ func (f *Forwarder) Cut() {
 // attempt after a backoff that grew with the length of the cut (which
 // depends on how loaded the machine is).
 func (f *Forwarder) Hold() {
-	f.mu.Lock()
-	f.holding = true
-	held := f.held
-	f.held = nil
-	f.mu.Unlock()
-	closeAll(held)
+	closeAll(f.hold(true))
 	f.Cut()
 }
 
 // Release forwards the connections held since Hold, and new ones.
 func (f *Forwarder) Release() {
-	f.mu.Lock()
-	f.holding = false
-	held := f.held
-	f.held = nil
-	f.mu.Unlock()
-	for _, in := range held {
+	for _, in := range f.hold(false) {
 		f.forward(in)
 	}
+}
+
+// hold says whether new connections are to be held, and returns those
+// held so far, which are no longer.
+func (f *Forwarder) hold(on bool) []net.Conn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holding = on
+	held := f.held
+	f.held = nil
+	return held
 }
 
 // Open returns the number of connections open through f.
@@ -134,11 +135,9 @@ func (f *Forwarder) Open() int {
 func (f *Forwarder) Close() {
 	f.mu.Lock()
 	f.closed = true
-	held := f.held
-	f.held = nil
 	f.mu.Unlock()
 	f.l.Close()
-	closeAll(held)
+	closeAll(f.hold(false))
 	f.Cut()
 	f.wg.Wait()
 }

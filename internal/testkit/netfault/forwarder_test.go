@@ -12,11 +12,7 @@ import (
 // echo starts a line echo server and returns its address.
 func echo(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := testkit.Listen(t)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -39,14 +35,43 @@ func echo(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// roundTrip sends a line on c and reports whether it came back within wait.
-func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) bool {
+// forwarder starts a forwarder to an echo server, closed when the test
+// ends.
+func forwarder(t *testing.T) *Forwarder {
+	t.Helper()
+	f, err := Listen("127.0.0.1", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// conn is a connection through a forwarder to the echo server.
+type conn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// dial connects to f; the connection is closed when the test ends.
+func dial(t *testing.T, f *Forwarder) *conn {
+	t.Helper()
+	c, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &conn{c, bufio.NewReader(c)}
+}
+
+// roundTrip sends a line and reports whether it came back within wait.
+func (c *conn) roundTrip(t *testing.T, wait time.Duration) bool {
 	t.Helper()
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		t.Fatalf("write: %v", err)
 	}
 	c.SetReadDeadline(time.Now().Add(wait))
-	line, err := r.ReadString('\n')
+	line, err := c.r.ReadString('\n')
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return false
 	}
@@ -56,88 +81,66 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) bo
 	return line == "ping\n"
 }
 
-func dial(t *testing.T, f *Forwarder) (net.Conn, *bufio.Reader) {
+// carries fails the test, saying why, unless a line sent on c comes back.
+func (c *conn) carries(t *testing.T, why string) {
 	t.Helper()
-	c, err := net.Dial("tcp", f.Addr())
-	if err != nil {
-		t.Fatal(err)
+	if !c.roundTrip(t, testkit.Timeout) {
+		t.Fatal(why)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c, bufio.NewReader(c)
+}
+
+// silent fails the test, saying why, if a line sent on c comes back.
+func (c *conn) silent(t *testing.T, why string) {
+	t.Helper()
+	if c.roundTrip(t, testkit.Quiet) {
+		t.Fatal(why)
+	}
+}
+
+// closed fails the test, saying why, unless c ends.
+func (c *conn) closed(t *testing.T, why string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(testkit.Timeout))
+	if _, err := c.r.ReadString('\n'); err == nil {
+		t.Fatal(why)
+	}
 }
 
 func TestForwarderSilence(t *testing.T) {
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	old, oldR := dial(t, f)
-	if !roundTrip(t, old, oldR, testkit.Timeout) {
-		t.Fatal("no echo before the fault")
-	}
+	f := forwarder(t)
+	old := dial(t, f)
+	old.carries(t, "no echo before the fault")
 	f.Silence()
-	if roundTrip(t, old, oldR, testkit.Quiet) {
-		t.Fatal("a silenced connection carried bytes")
-	}
+	old.silent(t, "a silenced connection carried bytes")
 	// Nothing was closed: writes still succeed, and a new connection works.
 	if _, err := old.Write([]byte("more\n")); err != nil {
 		t.Fatalf("a silenced connection was closed: %v", err)
 	}
-	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, testkit.Timeout) {
-		t.Fatal("a new connection after Silence carried nothing")
-	}
+	dial(t, f).carries(t, "a new connection after Silence carried nothing")
 }
 
 func TestForwarderBlockHeal(t *testing.T) {
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := forwarder(t)
 	f.Block()
-	blocked, blockedR := dial(t, f)
-	if roundTrip(t, blocked, blockedR, testkit.Quiet) {
-		t.Fatal("a connection made while blocked carried bytes")
-	}
+	blocked := dial(t, f)
+	blocked.silent(t, "a connection made while blocked carried bytes")
 	f.Heal()
-	if roundTrip(t, blocked, blockedR, testkit.Quiet) {
-		t.Fatal("a connection silenced while blocked came back after Heal")
-	}
-	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, testkit.Timeout) {
-		t.Fatal("a new connection after Heal carried nothing")
-	}
+	blocked.silent(t, "a connection silenced while blocked came back after Heal")
+	fresh := dial(t, f)
+	fresh.carries(t, "a new connection after Heal carried nothing")
 	f.Cut()
-	fresh.SetReadDeadline(time.Now().Add(testkit.Timeout))
-	if _, err := freshR.ReadString('\n'); err == nil {
-		t.Fatal("Cut left a connection open")
-	}
+	fresh.closed(t, "Cut left a connection open")
 }
 
 func TestForwarderHoldRelease(t *testing.T) {
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	open, openR := dial(t, f)
-	if !roundTrip(t, open, openR, testkit.Timeout) {
-		t.Fatal("no echo before the fault")
-	}
+	f := forwarder(t)
+	open := dial(t, f)
+	open.carries(t, "no echo before the fault")
 	f.Hold()
-	open.SetReadDeadline(time.Now().Add(testkit.Timeout))
-	if _, err := openR.ReadString('\n'); err == nil {
-		t.Fatal("Hold left a connection open")
-	}
-	held, heldR := dial(t, f)
-	if roundTrip(t, held, heldR, testkit.Quiet) {
-		t.Fatal("a connection made while held carried bytes")
-	}
+	open.closed(t, "Hold left a connection open")
+	held := dial(t, f)
+	held.silent(t, "a connection made while held carried bytes")
 	f.Release()
 	// The echo that comes first is that of the ping sent while held.
-	if !roundTrip(t, held, heldR, testkit.Timeout) {
-		t.Fatal("a connection held was not forwarded after Release")
-	}
+	held.carries(t, "a connection held was not forwarded after Release")
 }
