@@ -21,18 +21,6 @@ var fastKeepalive = []string{"--keepalive-time", "1s", "--keepalive-timeout", "1
 
 const recoverBound = 60 * time.Second
 
-// forward starts a forwarder to target (host:port, or an http:// URL)
-// that lives as long as the test.
-func forward(t *testing.T, target string) *netfault.Forwarder {
-	t.Helper()
-	f, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(target, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f
-}
-
 // waitLine waits up to recoverBound for a stdout line holding every one
 // of subs, and returns how long it took.
 func (p *proc) waitLine(t *testing.T, subs ...string) time.Duration {
@@ -63,7 +51,7 @@ func (p *proc) waitLine(t *testing.T, subs ...string) time.Duration {
 func TestKeySilentConnection(t *testing.T) {
 	t.Parallel()
 	ep, c := etcdtest.StartWith(t, "/s/a", `"1"`)
-	fwd := forward(t, ep)
+	fwd := netfault.Start(t, ep)
 	p := start(t, append([]string{"key", "--prefix", "/s/", "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	p.batch(t)
 	fwd.Silence()
@@ -82,7 +70,7 @@ func TestNodesSilentConnection(t *testing.T) {
 	addr, _ := serve(t, ep)
 	for _, args := range [][]string{{"nodes"}, {"node", "metropolis-" + idA}} {
 		t.Run(args[0], func(t *testing.T) {
-			fwd := forward(t, addr)
+			fwd := netfault.Start(t, addr)
 			p := start(t, append(append(args, "--curator", fwd.Addr()), fastKeepalive...)...)
 			p.batch(t)
 			fwd.Silence()
@@ -104,7 +92,7 @@ func TestNodesSilentConnection(t *testing.T) {
 func TestServeSilentEtcd(t *testing.T) {
 	t.Parallel()
 	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
-	fwd := forward(t, ep)
+	fwd := netfault.Start(t, ep)
 	srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	p := start(t, "nodes", "--curator", addr)
 	p.batch(t)
@@ -122,7 +110,7 @@ func TestServeSilentEtcd(t *testing.T) {
 func TestNodesMovesToHealthyReplica(t *testing.T) {
 	t.Parallel()
 	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
-	fwd := forward(t, ep)
+	fwd := netfault.Start(t, ep)
 	_, cutOff := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	_, healthy := startServe(t, nil, "--etcd", ep)
 	p := start(t, "nodes", "--curator", cutOff+","+healthy)

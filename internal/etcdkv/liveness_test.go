@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
@@ -26,11 +25,7 @@ var fastKeepalive = dial.Keepalive{Time: time.Second, Timeout: time.Second}
 // liveness, the watch waited for ever: the change never came.
 func TestWatcherSilentConnection(t *testing.T) {
 	ep := etcdtest.Start(t)
-	fwd, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(ep, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fwd.Close()
+	fwd := netfault.Start(t, ep)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/s/a", "1")
 	log := &testkit.Buffer{}
@@ -44,17 +39,7 @@ func TestWatcherSilentConnection(t *testing.T) {
 			states = append(states, current)
 		}},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	q := handoff.New(0)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		q.Close(src.Run(ctx, q))
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	q := startWatcher(t, src)
 	if b := next(t, q); b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
 		t.Fatalf("initial batch: %+v", b)
 	}

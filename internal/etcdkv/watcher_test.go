@@ -19,8 +19,11 @@ import (
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
-// startWatcher runs w until the test ends and returns its mailbox.
-func startWatcher(t *testing.T, w *Watcher) *handoff.Queue {
+// startWatcher runs w (a Watcher or a Source) until the test ends and
+// returns its mailbox.
+func startWatcher(t *testing.T, w interface {
+	Run(context.Context, nodeset.Sink) error
+}) *handoff.Queue {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mb := handoff.New(0)

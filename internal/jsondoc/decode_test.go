@@ -54,33 +54,29 @@ func genValue(r *rand.Rand, b *strings.Builder, depth int) {
 	if depth > 4 {
 		k = 2 + r.Intn(6)
 	}
-	switch k {
-	case 0:
-		b.WriteByte('{')
-		n := r.Intn(4)
-		for i := range n {
+	// list writes up to three elements between open and end.
+	list := func(open, end byte, elem func()) {
+		b.WriteByte(open)
+		for i := range r.Intn(4) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
+			elem()
+		}
+		space()
+		b.WriteByte(end)
+	}
+	switch k {
+	case 0:
+		list('{', '}', func() {
 			space()
 			genString(r, b, 2) // few distinct keys: repeats happen
 			space()
 			b.WriteByte(':')
 			genValue(r, b, depth+1)
-		}
-		space()
-		b.WriteByte('}')
+		})
 	case 1:
-		b.WriteByte('[')
-		n := r.Intn(4)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			genValue(r, b, depth+1)
-		}
-		space()
-		b.WriteByte(']')
+		list('[', ']', func() { genValue(r, b, depth+1) })
 	case 2, 3:
 		genString(r, b, 6)
 	case 4, 5:

@@ -35,16 +35,16 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	// for a free one (other tests, outgoing connections); a loopback
 	// address of the cluster's own keeps them out.
 	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+	free := func() string {
+		addr, err := embedetcd.FreeAddrOn(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return addr
+	}
 	var initial []string
 	for i := 0; i < n; i++ {
-		client, err := embedetcd.FreeAddrOn(host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		peer, err := embedetcd.FreeAddrOn(host)
-		if err != nil {
-			t.Fatal(err)
-		}
+		client, peer := free(), free()
 		name := "m" + string(rune('0'+i))
 		c.configs = append(c.configs, embedetcd.Config{Dir: t.TempDir(), ClientAddr: client, PeerAddr: peer, Name: name})
 		c.Endpoints = append(c.Endpoints, "http://"+client)

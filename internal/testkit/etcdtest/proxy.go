@@ -1,7 +1,6 @@
 package etcdtest
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
@@ -25,11 +24,7 @@ type Proxy struct {
 // closed when the test ends.
 func NewProxy(t testing.TB, endpoint string) *Proxy {
 	t.Helper()
-	f, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(endpoint, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
+	f := netfault.Start(t, endpoint)
 	return &Proxy{Endpoint: "http://" + f.Addr(), f: f}
 }
 

@@ -13,8 +13,10 @@ package netfault
 
 import (
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
+	"testing"
 )
 
 // Forwarder forwards the TCP connections it accepts to a target address.
@@ -212,4 +214,19 @@ func (f *Forwarder) pump(l *link, dst, src net.Conn) {
 	f.mu.Lock()
 	delete(f.conns, l)
 	f.mu.Unlock()
+}
+
+// Start starts a forwarder on loopback to target (host:port, or a URL
+// such as http://host:port) for a test, and closes it when the test ends.
+func Start(t testing.TB, target string) *Forwarder {
+	t.Helper()
+	if u, err := url.Parse(target); err == nil && u.Host != "" {
+		target = u.Host
+	}
+	f, err := Listen("127.0.0.1", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
 }

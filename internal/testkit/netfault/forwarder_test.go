@@ -35,18 +35,6 @@ func echo(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// forwarder starts a forwarder to an echo server, closed when the test
-// ends.
-func forwarder(t *testing.T) *Forwarder {
-	t.Helper()
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f
-}
-
 // conn is a connection through a forwarder to the echo server.
 type conn struct {
 	net.Conn
@@ -81,66 +69,68 @@ func (c *conn) roundTrip(t *testing.T, wait time.Duration) bool {
 	return line == "ping\n"
 }
 
-// carries fails the test, saying why, unless a line sent on c comes back.
-func (c *conn) carries(t *testing.T, why string) {
+// state is what a connection through a forwarder does.
+type state int
+
+const (
+	carries state = iota // a line sent comes back
+	silent               // a line sent is dropped, and nothing is closed
+	closed               // it ends
+)
+
+// expect fails the test unless c is in state want; which says which
+// connection c is.
+func (c *conn) expect(t *testing.T, want state, which string) {
 	t.Helper()
-	if !c.roundTrip(t, testkit.Timeout) {
-		t.Fatal(why)
+	switch want {
+	case carries:
+		if !c.roundTrip(t, testkit.Timeout) {
+			t.Fatalf("%s carried nothing", which)
+		}
+	case silent:
+		if c.roundTrip(t, testkit.Quiet) {
+			t.Fatalf("%s carried bytes", which)
+		}
+		if _, err := c.Write([]byte("more\n")); err != nil {
+			t.Fatalf("%s was closed: %v", which, err)
+		}
+	case closed:
+		c.SetReadDeadline(time.Now().Add(testkit.Timeout))
+		if _, err := c.r.ReadString('\n'); err == nil {
+			t.Fatalf("%s is still open", which)
+		}
 	}
 }
 
-// silent fails the test, saying why, if a line sent on c comes back.
-func (c *conn) silent(t *testing.T, why string) {
-	t.Helper()
-	if c.roundTrip(t, testkit.Quiet) {
-		t.Fatal(why)
+// TestForwarderFaults: what each fault does to a connection open before
+// it, to one made during it, and to that one once the fault is undone; a
+// connection made after that carries bytes again.
+func TestForwarderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		fault, undo        func(*Forwarder) // undo may be nil
+		open, during, then state
+	}{
+		{"Silence", (*Forwarder).Silence, nil, silent, carries, carries},
+		{"Block, Heal", (*Forwarder).Block, (*Forwarder).Heal, silent, silent, silent},
+		{"Hold, Release", (*Forwarder).Hold, (*Forwarder).Release, closed, silent, carries},
+		{"Cut", (*Forwarder).Cut, nil, closed, carries, carries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Start(t, echo(t))
+			open := dial(t, f)
+			open.expect(t, carries, "a connection before the fault")
+			tc.fault(f)
+			open.expect(t, tc.open, "a connection open before the fault")
+			during := dial(t, f)
+			during.expect(t, tc.during, "a connection made during the fault")
+			if tc.undo != nil {
+				tc.undo(f)
+			}
+			// For a connection held, the echo that comes first is that of
+			// the line sent while it was.
+			during.expect(t, tc.then, "a connection made during the fault, once undone")
+			dial(t, f).expect(t, carries, "a connection made after the fault")
+		})
 	}
-}
-
-// closed fails the test, saying why, unless c ends.
-func (c *conn) closed(t *testing.T, why string) {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(testkit.Timeout))
-	if _, err := c.r.ReadString('\n'); err == nil {
-		t.Fatal(why)
-	}
-}
-
-func TestForwarderSilence(t *testing.T) {
-	f := forwarder(t)
-	old := dial(t, f)
-	old.carries(t, "no echo before the fault")
-	f.Silence()
-	old.silent(t, "a silenced connection carried bytes")
-	// Nothing was closed: writes still succeed, and a new connection works.
-	if _, err := old.Write([]byte("more\n")); err != nil {
-		t.Fatalf("a silenced connection was closed: %v", err)
-	}
-	dial(t, f).carries(t, "a new connection after Silence carried nothing")
-}
-
-func TestForwarderBlockHeal(t *testing.T) {
-	f := forwarder(t)
-	f.Block()
-	blocked := dial(t, f)
-	blocked.silent(t, "a connection made while blocked carried bytes")
-	f.Heal()
-	blocked.silent(t, "a connection silenced while blocked came back after Heal")
-	fresh := dial(t, f)
-	fresh.carries(t, "a new connection after Heal carried nothing")
-	f.Cut()
-	fresh.closed(t, "Cut left a connection open")
-}
-
-func TestForwarderHoldRelease(t *testing.T) {
-	f := forwarder(t)
-	open := dial(t, f)
-	open.carries(t, "no echo before the fault")
-	f.Hold()
-	open.closed(t, "Hold left a connection open")
-	held := dial(t, f)
-	held.silent(t, "a connection made while held carried bytes")
-	f.Release()
-	// The echo that comes first is that of the ping sent while held.
-	held.carries(t, "a connection held was not forwarded after Release")
 }
