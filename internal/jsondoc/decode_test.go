@@ -101,17 +101,24 @@ func genString(r *rand.Rand, b *strings.Builder, alphabet int) {
 	b.WriteByte('"')
 }
 
-// TestDecodeModel compares Decode with encoding/json on random values, and
-// on the same values with a byte cut, changed or inserted.
-func TestDecodeModel(t *testing.T) {
+// eachValue calls f with each of 20000 random values (see genValue), and
+// the generator that made it.
+func eachValue(f func(r *rand.Rand, in []byte)) {
 	for seed := range int64(20000) {
 		r := rand.New(rand.NewSource(seed))
 		var b strings.Builder
 		genValue(r, &b, 0)
-		in := []byte(b.String())
+		f(r, []byte(b.String()))
+	}
+}
+
+// TestDecodeModel compares Decode with encoding/json on random values, and
+// on the same values with a byte cut, changed or inserted.
+func TestDecodeModel(t *testing.T) {
+	eachValue(func(r *rand.Rand, in []byte) {
 		agree(t, in)
 		if len(in) == 0 {
-			continue
+			return
 		}
 		bad := bytes.Clone(in)
 		i := r.Intn(len(bad))
@@ -124,19 +131,15 @@ func TestDecodeModel(t *testing.T) {
 			bad = append(bad[:i], append([]byte{`{}[],:"\0-e.`[r.Intn(12)]}, bad[i:]...)...)
 		}
 		agree(t, bad)
-	}
+	})
 }
 
 // TestCompactValid: CompactValid makes json.Compact's bytes of every valid
 // random value.
 func TestCompactValid(t *testing.T) {
-	for seed := range int64(20000) {
-		r := rand.New(rand.NewSource(seed))
-		var b strings.Builder
-		genValue(r, &b, 0)
-		in := []byte(b.String())
+	eachValue(func(_ *rand.Rand, in []byte) {
 		if !json.Valid(in) {
-			continue
+			return
 		}
 		var want bytes.Buffer
 		if err := json.Compact(&want, in); err != nil {
@@ -145,7 +148,7 @@ func TestCompactValid(t *testing.T) {
 		if got := CompactValid(bytes.Clone(in)); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("CompactValid(%q) = %q, want %q", in, got, want.Bytes())
 		}
-	}
+	})
 }
 
 func TestDecodeCases(t *testing.T) {

@@ -21,54 +21,76 @@ import (
 )
 
 // Kind is a kind of fault.
-type Kind string
+type Kind int
 
-// The faults a run injects.
+// The faults a run injects, in the order Kinds returns them.
 const (
 	// LeaderKill: SIGKILL the etcd leader, let the workload write
 	// through the election, restart it on its data dir and ports.
-	LeaderKill Kind = "etcd-leader-kill"
+	LeaderKill Kind = iota
 	// WatchedMemberKill: SIGKILL the member a `key --prefix` watcher is
 	// connected to (the only one it was given), then restart it.
-	WatchedMemberKill Kind = "etcd-watched-member-kill"
+	WatchedMemberKill
 	// MemberPause: SIGSTOP a member (sockets open, no answers), SIGCONT.
-	MemberPause Kind = "etcd-member-pause"
+	MemberPause
 	// CompactionCut: SIGSTOP a `key` process, cut its connections, write,
 	// compact etcd at the current revision, SIGCONT: it must resync.
-	CompactionCut Kind = "compaction-cut"
+	CompactionCut
 	// ServeRestart: stop a `serve` replica (SIGTERM or SIGKILL) and start
 	// it again on the same address.
-	ServeRestart Kind = "serve-restart"
+	ServeRestart
 	// ServeFailover: SIGKILL the `serve` replica `nodes` is connected to;
 	// `nodes` must move to the other; then start it again.
-	ServeFailover Kind = "serve-failover"
+	ServeFailover
 	// ReaderPause: stop reading a stream's stdout (or the slow Curator
 	// client's events) until the pipe is full, then read on.
-	ReaderPause Kind = "reader-pause"
+	ReaderPause
 	// SilentEtcdWatcher: the connection between the pinned `key --prefix`
 	// and its member goes silent (bytes dropped both ways, nothing
 	// closed); new connections pass.
-	SilentEtcdWatcher Kind = "silent-etcd-watcher"
+	SilentEtcdWatcher
 	// SilentServeEtcd: the connections between the `serve` replica `nodes`
 	// is connected to and etcd go silent.
-	SilentServeEtcd Kind = "silent-serve-etcd"
+	SilentServeEtcd
 	// SilentNodesServe: the connection between `nodes` and its `serve`
 	// replica goes silent.
-	SilentNodesServe Kind = "silent-nodes-serve"
+	SilentNodesServe
 	// QuorumLoss: two of the three members are stopped (SIGSTOP or
 	// SIGKILL) until the third says it has no leader and writes fail,
 	// then both are brought back.
-	QuorumLoss Kind = "quorum-loss"
+	QuorumLoss
 	// MemberPartition: the member the pinned `key --prefix` watches is
 	// cut off from its peers (its clients still reach it) until it has
 	// no leader and the other two took writes, then it is reconnected.
-	MemberPartition Kind = "member-partition"
+	MemberPartition
 )
+
+// kindNames are the kinds' names, as reports print them.
+var kindNames = [...]string{
+	LeaderKill:        "etcd-leader-kill",
+	WatchedMemberKill: "etcd-watched-member-kill",
+	MemberPause:       "etcd-member-pause",
+	CompactionCut:     "compaction-cut",
+	ServeRestart:      "serve-restart",
+	ServeFailover:     "serve-failover",
+	ReaderPause:       "reader-pause",
+	SilentEtcdWatcher: "silent-etcd-watcher",
+	SilentServeEtcd:   "silent-serve-etcd",
+	SilentNodesServe:  "silent-nodes-serve",
+	QuorumLoss:        "quorum-loss",
+	MemberPartition:   "member-partition",
+}
+
+// String returns k's name, e.g. "etcd-leader-kill".
+func (k Kind) String() string { return kindNames[k] }
 
 // Kinds returns every kind of fault.
 func Kinds() []Kind {
-	return []Kind{LeaderKill, WatchedMemberKill, MemberPause, CompactionCut, ServeRestart, ServeFailover, ReaderPause,
-		SilentEtcdWatcher, SilentServeEtcd, SilentNodesServe, QuorumLoss, MemberPartition}
+	ks := make([]Kind, len(kindNames))
+	for i := range ks {
+		ks[i] = Kind(i)
+	}
+	return ks
 }
 
 // Config describes one run.
@@ -185,13 +207,15 @@ func Run(t testing.TB, cfg Config) *Report {
 	r.converge()
 	t.Logf("%v: every stream compared (%d divergences)", time.Since(start).Round(time.Millisecond), len(r.report.Divergences))
 	for _, s := range r.streams {
-		r.report.Events += s.Events()
-		if err := s.Violation(); err != nil {
+		st := s.State()
+		r.report.Events += st.Events
+		if err := st.Violation; err != nil {
 			r.report.Violations = append(r.report.Violations, fmt.Sprintf("%s: %v", s.Name, err))
 		}
 	}
-	r.report.Events += r.curator.Events()
-	if err := r.curator.Violation(); err != nil {
+	cst := r.curator.State()
+	r.report.Events += cst.Events
+	if err := cst.Violation; err != nil {
 		r.report.Violations = append(r.report.Violations, err.Error())
 	}
 	r.report.Duration = time.Since(start)
@@ -313,11 +337,11 @@ func (r *run) setup() {
 	// stopped before that lists afresh when continued, which is not the
 	// resync a fault is meant to provoke.
 	for _, s := range r.streams {
-		if !r.await(context.Background(), s.Synced) {
+		if !r.await(context.Background(), func() bool { return s.State().Synced }) {
 			t.Fatalf("%s: no initial state after %v; stderr:\n%s", s.Name, r.cfg.Converge, s.Stderr())
 		}
 	}
-	if !r.await(context.Background(), r.curator.Synced) {
+	if !r.await(context.Background(), func() bool { return r.curator.State().Synced }) {
 		t.Fatalf("curator client: no backlog after %v", r.cfg.Converge)
 	}
 }
@@ -393,7 +417,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		m.undone()
 
 	case CompactionCut:
-		before := r.keyCut.Resyncs()
+		before := r.keyCut.State().Resyncs
 		r.keyCut.Stop()
 		for _, p := range r.proxies {
 			p.Cut()
@@ -410,7 +434,7 @@ func (r *run) inject(ctx context.Context, k Kind) {
 			p.Restore()
 		}
 		r.keyCut.Cont()
-		if !r.await(ctx, func() bool { return r.keyCut.Resyncs() > before }) {
+		if !r.await(ctx, func() bool { return r.keyCut.State().Resyncs > before }) {
 			r.problem("%s: %s printed no resync batch within %v of the compaction", k, r.keyCut.Name, r.cfg.Converge)
 		}
 
@@ -659,11 +683,11 @@ func (r *run) converge() {
 	}
 	read := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 5*time.Second) }
 	for _, s := range r.streams {
-		if s.Ended() {
+		if s.State().Ended {
 			r.problem("%s ended: %s", s.Name, clip(s.Stderr()))
 			continue
 		}
-		if s.Violation() != nil {
+		if s.State().Violation != nil {
 			continue // the replay is meaningless after a broken rule
 		}
 		check(s.Name, func() (string, error) {
@@ -694,7 +718,7 @@ func (r *run) converge() {
 			return s.Equal(want), nil
 		})
 	}
-	if r.curator.Violation() == nil {
+	if r.curator.State().Violation == nil {
 		check("curator client", func() (string, error) {
 			c, cancel := read()
 			defer cancel()

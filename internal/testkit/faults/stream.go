@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -31,13 +32,13 @@ type Stream struct {
 	r      *os.File // read end of the stdout pipe
 	stderr *testkit.Buffer
 	done   chan struct{} // closed when the reader has seen the end and cmd.Wait returned
+	gate
 
 	mu        sync.Mutex // guards everything below
 	check     replay.Checker
-	violation error         // the first line the Checker refused
-	resyncs   int           // batch_done lines with cause "resync"
-	paused    chan struct{} // non-nil while the reader does not read; closed to resume
-	closing   bool          // Close was called: the end is expected
+	violation error // the first line the Checker refused
+	resyncs   int   // batch_done lines with cause "resync"
+	closing   bool  // Close was called: the end is expected
 	ended     bool
 	waits     lineWaits
 }
@@ -70,12 +71,7 @@ func (s *Stream) read() {
 	defer close(s.done)
 	br := bufio.NewReaderSize(s.r, 64<<10)
 	for {
-		s.mu.Lock()
-		gate := s.paused
-		s.mu.Unlock()
-		if gate != nil {
-			<-gate
-		}
+		s.pass(nil)
 		line, err := br.ReadBytes('\n')
 		if err != nil {
 			break
@@ -151,39 +147,17 @@ func (s *Stream) EqualValues(want map[string]any) string {
 	return s.check.Equal(adjusted)
 }
 
-// Events returns the number of events the Checker applied.
-func (s *Stream) Events() int {
+// State returns what the reader knows of the stream.
+func (s *Stream) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.check.Events()
-}
-
-// Synced reports whether the stream printed its initial state.
-func (s *Stream) Synced() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.check.Synced()
-}
-
-// Resyncs returns the number of batches printed with cause "resync".
-func (s *Stream) Resyncs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.resyncs
-}
-
-// Violation returns the first rule the stream broke, or nil.
-func (s *Stream) Violation() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.violation
-}
-
-// Ended reports whether the process ended (other than by Close).
-func (s *Stream) Ended() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ended && !s.closing
+	return State{
+		Synced:    s.check.Synced(),
+		Events:    s.check.Events(),
+		Resyncs:   s.resyncs,
+		Violation: s.violation,
+		Ended:     s.ended && !s.closing,
+	}
 }
 
 // Pid returns the process id.
@@ -194,26 +168,6 @@ func (s *Stream) Stop() { s.cmd.Process.Signal(syscall.SIGSTOP) }
 
 // Cont sends SIGCONT to the process.
 func (s *Stream) Cont() { s.cmd.Process.Signal(syscall.SIGCONT) }
-
-// PauseReading makes the reader stop reading stdout (after the line it
-// is at); ResumeReading makes it go on.
-func (s *Stream) PauseReading() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused == nil {
-		s.paused = make(chan struct{})
-	}
-}
-
-// ResumeReading undoes PauseReading.
-func (s *Stream) ResumeReading() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused != nil {
-		close(s.paused)
-		s.paused = nil
-	}
-}
 
 // Buffered returns how many bytes wait in the stdout pipe, unread.
 func (s *Stream) Buffered() int {
@@ -238,4 +192,30 @@ func (s *Stream) Close() {
 	s.cmd.Process.Signal(syscall.SIGCONT)
 	s.cmd.Process.Kill()
 	<-s.done
+}
+
+// lineWaits are the waiters for a line that matches; the owner's mutex
+// guards them.
+type lineWaits []lineWait
+
+type lineWait struct {
+	match func([]byte) bool
+	at    chan time.Time // buffered; receives once
+}
+
+func (w *lineWaits) add(match func([]byte) bool) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	*w = append(*w, lineWait{match, ch})
+	return ch
+}
+
+// line hands the time of line to every waiter it matches, which are done.
+func (w *lineWaits) line(line []byte, at time.Time) {
+	*w = slices.DeleteFunc(*w, func(lw lineWait) bool {
+		if lw.match(line) {
+			lw.at <- at
+			return true
+		}
+		return false
+	})
 }
