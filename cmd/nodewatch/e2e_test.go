@@ -379,14 +379,7 @@ func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	}
 	pts.Close()
 	var out strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		k, err := ptm.Read(buf)
-		out.Write(buf[:k])
-		if err != nil { // EIO once the last writer is gone
-			break
-		}
-	}
+	io.Copy(&out, ptm) // until EIO, once the last writer is gone
 	cmd.Wait()
 	return out.String()
 }

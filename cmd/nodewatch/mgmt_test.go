@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
+	"fmt"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,46 +187,29 @@ func TestKeyMgmtPreset(t *testing.T) {
 // built nodewatch and jq, against an mgmt-shaped World.
 func TestE2EMgmtRecipes(t *testing.T) {
 	t.Parallel()
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		t.Skip("jq is not installed (.ci/run installs it)")
-	}
-	recipes := readmeRecipes(t, "## Following mgmt's World")
-	if len(recipes) != 3 {
-		t.Fatalf("README has %d mgmt recipes, this test knows 3", len(recipes))
-	}
+	recipes, path := readmeRecipes(t, "## Following mgmt's World", 3)
 	ep, c := etcdtest.StartWith(t)
 	mgmtWorld(t, c, 60)
-	path := filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
 	// run runs a snippet and calls act once it has printed something
 	// (nodewatch has listed: a change made before would be part of the
 	// initial state). With lines > 0, the pipeline never ends by itself:
 	// once it has printed that many lines, it is stopped.
 	run := func(t *testing.T, snippet string, lines int, act func()) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cmd := exec.Command("bash", "-c", snippet)
-		cmd.Env = []string{"PATH=" + path, "NODEWATCH_ETCD=" + ep}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out testkit.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		out, done := startSnippet(t, snippet, "PATH="+path, "NODEWATCH_ETCD="+ep)
 		waitFor := func(enough func(string) bool) {
-			for !enough(out.String()) {
+			t.Helper()
+			testkit.Eventually(t, func() error {
+				if enough(out.String()) {
+					return nil
+				}
 				select {
 				case err := <-done:
-					t.Fatalf("recipe ended (%v):\n%s", err, out.String())
-				case <-ctx.Done():
-					t.Fatalf("recipe timed out:\n%s", out.String())
-				case <-time.After(10 * time.Millisecond):
+					t.Fatalf("recipe ended (%v):\n%s", err, out)
+				default:
 				}
-			}
+				return fmt.Errorf("recipe timed out:\n%s", out)
+			})
 		}
 		waitFor(func(s string) bool { return s != "" })
 		act()
@@ -239,10 +220,10 @@ func TestE2EMgmtRecipes(t *testing.T) {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Fatalf("recipe failed: %v\n%s", err, out.String())
+				t.Fatalf("recipe failed: %v\n%s", err, out)
 			}
-		case <-ctx.Done():
-			t.Fatalf("recipe timed out:\n%s", out.String())
+		case <-time.After(timeout):
+			t.Fatalf("recipe timed out:\n%s", out)
 		}
 		return out.String()
 	}

@@ -87,6 +87,22 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
+// lifecycle takes node id through its life, NEW, UP at addr, deleted,
+// and returns the batches p printed for each step.
+func lifecycle(t *testing.T, c *clientv3.Client, p *proc, id, addr string) []string {
+	t.Helper()
+	var got []string
+	for _, change := range []func(){
+		func() { putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, "")) },
+		func() { putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, addr)) },
+		func() { etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+id) },
+	} {
+		change()
+		got = append(got, p.batch(t)...)
+	}
+	return got
+}
+
 // stop interrupts a run and waits for it.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
@@ -148,12 +164,7 @@ func TestNodesLive(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) {
 		p := start(t, "nodes", "--curator", addr)
 		got := p.batch(t)
-		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
-		got = append(got, p.batch(t)...)
-		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
-		got = append(got, p.batch(t)...)
-		etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idB)
-		got = append(got, p.batch(t)...)
+		got = append(got, lifecycle(t, c, p, idB, "10.0.0.2")...)
 		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
 		got = append(got, p.batch(t)...)
 		golden(t, got)
@@ -183,13 +194,7 @@ func TestNodeOne(t *testing.T) {
 	got := p.batch(t)                                                      // the empty initial batch: the node does not exist
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2")) // another node: nothing
 	p.none(t)
-	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
-	got = append(got, p.batch(t)...)
-	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
-	got = append(got, p.batch(t)...)
-	etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idC)
-	got = append(got, p.batch(t)...)
-	golden(t, got)
+	golden(t, append(got, lifecycle(t, c, p, idC, "10.0.0.3")...))
 
 	// `node` with an id the server refuses: exit 1 with the reason.
 	_, stderr, code := runSync(t, "node", "bad/id", "--curator", addr)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -141,14 +142,7 @@ func promptOnTerminal(t *testing.T, cmd *exec.Cmd, prompt, answer string) (int, 
 	if _, err := ptm.Write([]byte(answer + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 4096)
-	for {
-		k, err := r.Read(buf)
-		shown.Write(buf[:k])
-		if err != nil { // EIO once the last writer is gone
-			break
-		}
-	}
+	io.Copy(&shown, r) // until EIO, once the last writer is gone
 	cmd.Wait()
 	return cmd.ProcessState.ExitCode(), shown.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -148,15 +147,9 @@ func TestServeStreamLimits(t *testing.T) {
 func TestServeReloadCertificate(t *testing.T) {
 	t.Parallel()
 	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-
-	cluster := newPKI(t, "cluster-ca")
-	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
-	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
-	dir := t.TempDir()
-	certFile, keyFile, clientCAFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key"), filepath.Join(dir, "clients.pem")
-	install(t, v1Cert, certFile)
-	install(t, v1Key, keyFile)
+	r := newRotation(t)
+	cluster, caFile, certFile, keyFile, client := r.cluster, r.caFile, r.certFile, r.keyFile, r.client
+	clientCAFile := filepath.Join(filepath.Dir(certFile), "clients.pem")
 	install(t, caFile, clientCAFile)
 
 	hup := make(chan os.Signal, 1)
@@ -164,16 +157,13 @@ func TestServeReloadCertificate(t *testing.T) {
 		e.reloads = func() (<-chan os.Signal, func()) { return hup, func() {} }
 	}
 	p, addr := startServe(t, reloads, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", clientCAFile)
-	client := operatorTLS(t, caFile, cliCert, cliKey)
 
 	old := openWatch(t, dialTLS(t, addr, client))
 	if got := old.serverCN(); got != "server-v1" {
 		t.Fatalf("server certificate %q, want server-v1", got)
 	}
 
-	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
-	install(t, v2Cert, certFile)
-	install(t, v2Key, keyFile)
+	_, v2Key := r.to(t, "server-v2")
 	hup <- syscall.SIGHUP
 	waitStderr(t, p, "reloaded certificate "+certFile+" (key "+keyFile+", client CAs "+clientCAFile+"): \"CN=server-v2\", serial ")
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
@@ -229,24 +219,15 @@ func TestServeReloadCertificate(t *testing.T) {
 func TestE2EServeReload(t *testing.T) {
 	t.Parallel()
 	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	cluster := newPKI(t, "cluster-ca")
-	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
-	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key")
-	install(t, v1Cert, certFile)
-	install(t, v1Key, keyFile)
-	client := operatorTLS(t, caFile, cliCert, cliKey)
+	r := newRotation(t)
+	certFile, keyFile, client := r.certFile, r.keyFile, r.client
 
-	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", caFile)
+	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", r.caFile)
 	old := openWatch(t, dialTLS(t, addr, client))
 	if got := old.serverCN(); got != "server-v1" {
 		t.Fatalf("server certificate %q, want server-v1", got)
 	}
-	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
-	install(t, v2Cert, certFile)
-	install(t, v2Key, keyFile)
+	r.to(t, "server-v2")
 	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -274,15 +255,9 @@ func TestE2EServeReload(t *testing.T) {
 			t.Skip("SIGHUP is ignored in this process (nohup), and so in the commands it starts")
 		}
 		cmd := command(t, "key", "--etcd", ep, "--prefix", "/x/")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if l, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.Contains(l, "batch_done") {
-			t.Fatalf("initial batch: %q", l)
+		lines, stderr := startLines(t, cmd)
+		if l := <-lines; !strings.Contains(l, "batch_done") {
+			t.Fatalf("initial batch: %q; stderr %q", l, stderr)
 		}
 		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
 			t.Fatal(err)
@@ -393,6 +368,43 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// rotation is a server certificate in files that a test replaces, issued
+// by a cluster CA, and an operator's TLS for that CA.
+type rotation struct {
+	cluster           *pki
+	caFile            string // the cluster CA's certificate
+	certFile, keyFile string // the server's
+	client            *tls.Config
+}
+
+// newRotation issues the server certificate "server-v1" into files of a
+// new directory.
+func newRotation(t *testing.T) *rotation {
+	t.Helper()
+	cluster := newPKI(t, "cluster-ca")
+	dir := t.TempDir()
+	r := &rotation{
+		cluster:  cluster,
+		caFile:   filepath.Join(cluster.dir, "cluster-ca.pem"),
+		certFile: filepath.Join(dir, "srv.pem"),
+		keyFile:  filepath.Join(dir, "srv.key"),
+	}
+	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
+	r.client = operatorTLS(t, r.caFile, cliCert, cliKey)
+	r.to(t, "server-v1")
+	return r
+}
+
+// to installs a new server certificate for cn, as rotation tools do,
+// and returns the files it was issued in.
+func (r *rotation) to(t *testing.T, cn string) (cert, key string) {
+	t.Helper()
+	cert, key = r.cluster.leaf(cn, x509.ExtKeyUsageServerAuth)
+	install(t, cert, r.certFile)
+	install(t, key, r.keyFile)
+	return cert, key
 }
 
 // install copies file src to dst the way rotation tools do: the new file

@@ -84,7 +84,7 @@ func TestSimCommand(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if diff := cmp.Diff(simRecords(t, c, "/want/"), simRecords(t, c, "/got/")); diff != "" {
+	if diff := cmp.Diff(etcdtest.Get(t, c, "/want/"), etcdtest.Get(t, c, "/got/")); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 
@@ -121,20 +121,4 @@ func TestSimCommand(t *testing.T) {
 	case <-time.After(timeout):
 		t.Fatalf("did not end within %v of the interrupt", timeout)
 	}
-}
-
-// simRecords returns every key under prefix, without it, with its value.
-func simRecords(t *testing.T, c *clientv3.Client, prefix string) map[string]string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, kv := range resp.Kvs {
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
-	}
-	return out
 }

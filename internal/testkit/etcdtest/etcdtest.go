@@ -93,6 +93,22 @@ func Delete(t testing.TB, c *clientv3.Client, key string) int64 {
 	return resp.Header.Revision
 }
 
+// Get returns the keys under prefix, without it, and their values.
+func Get(t testing.TB, c clientv3.KV, prefix string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
+	defer cancel()
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("get %q: %v", prefix, err)
+	}
+	out := map[string]string{}
+	for _, kv := range resp.Kvs {
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
+	}
+	return out
+}
+
 // PutRetrying puts key=value, retrying while a cluster elects a leader,
 // and returns the new revision.
 func PutRetrying(t testing.TB, c *clientv3.Client, key, value string) int64 {

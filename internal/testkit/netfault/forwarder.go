@@ -1,10 +1,11 @@
-// Package netfault is a TCP forwarder that tests and the fault suite put
-// between a client and its server to make the network fail the ways it
-// really does: a connection that goes silent (every byte dropped, both
-// ways, with no FIN and no RST: a load balancer or NAT that forgot the
-// flow, a paused VM, a frozen process), a peer that cannot be reached at
-// all (new connections accepted and then never answered), and a cut
-// (every connection closed). It is test scaffolding.
+// Package netfault is test scaffolding: a TCP forwarder that tests and
+// the fault suite put between a client and its server to make the network
+// fail the ways it really does: a connection that goes silent (every byte
+// dropped, both ways, with no FIN and no RST: a load balancer or NAT that
+// forgot the flow, a paused VM, a frozen process), a peer that cannot be
+// reached at all (new connections accepted and then never answered), a
+// peer held (connections accepted, forwarded only later), and a cut (every
+// connection closed).
 //
 // A silent connection is the fault that nothing but a liveness check
 // notices: the kernel on either side keeps the connection open, writes
