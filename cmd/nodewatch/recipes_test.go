@@ -63,10 +63,14 @@ func startSnippet(t *testing.T, snippet string, env ...string) (*testkit.Buffer,
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		done <- cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-exited
 	})
 	return out, done
 }
