@@ -57,11 +57,11 @@ func (c *changes) golden(t *testing.T) {
 // "changed", and how -o text shows it.
 func TestKeyChanged(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	cl := etcdtest.Client(t, ep)
-	etcdtest.Put(t, cl, "/c/json", `{"a":{"b":1,"c":"same"},"list":[1,2],"gone":true}`)
-	etcdtest.Put(t, cl, "/c/text", "hello")
-	etcdtest.Put(t, cl, "/c/binary", "\xff\x00")
+	ep, cl := etcdtest.StartWith(t,
+		"/c/json", `{"a":{"b":1,"c":"same"},"list":[1,2],"gone":true}`,
+		"/c/text", "hello",
+		"/c/binary", "\xff\x00",
+	)
 	c := followChanges(t, "key", "--etcd", ep, "--prefix", "/c/")
 	put := func(k, v string) func() { return func() { etcdtest.Put(t, cl, k, v) } }
 	c.step(t, put("/c/json", `{"a":{"b":2,"c":"same"},"list":[1,2],"gone":true}`))             // nested
@@ -79,8 +79,7 @@ func TestKeyChanged(t *testing.T) {
 // wire.
 func TestNodesChanged(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	cl := etcdtest.Client(t, ep)
+	ep, cl := etcdtest.StartWith(t)
 	n := node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1")
 	n.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "zone", Value: "a"}}}
 	putNode(t, cl, n)

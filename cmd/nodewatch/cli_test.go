@@ -59,7 +59,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +66,7 @@ import (
 	"github.com/urfave/cli/v2"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -325,7 +325,7 @@ func runCLICase(t *testing.T, c *cliCase) cliResult {
 	const guard = time.Minute // a case ends by itself well before
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	stdout, stderr := &cliBuffer{}, &cliBuffer{}
+	stdout, stderr := &testkit.Buffer{}, &testkit.Buffer{}
 	e := &env{stdin: strings.NewReader(c.sections["stdin"]), stdout: stdout, stderr: stderr, getenv: func(k string) string { return envVars[k] }}
 	done := make(chan struct{})
 	scriptDone := make(chan error, 1)
@@ -357,7 +357,7 @@ func cliOp(c *clientv3.Client, op string) error {
 	if verb == "" || strings.HasPrefix(op, "#") {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var err error
 	switch verb {
@@ -374,7 +374,7 @@ func cliOp(c *clientv3.Client, op string) error {
 
 // cliScript applies a script section while the run goes on, until it is
 // done or the run ends (done closed).
-func cliScript(script string, c *clientv3.Client, stdout, stderr *cliBuffer, interrupt func(), done <-chan struct{}) error {
+func cliScript(script string, c *clientv3.Client, stdout, stderr *testkit.Buffer, interrupt func(), done <-chan struct{}) error {
 	for _, op := range strings.Split(script, "\n") {
 		verb, n, _ := strings.Cut(op, " ")
 		switch verb {
@@ -387,12 +387,17 @@ func cliScript(script string, c *clientv3.Client, stdout, stderr *cliBuffer, int
 			if err != nil {
 				return fmt.Errorf("%q: %v", op, err)
 			}
-			for b.lines() < want {
+			// Until the run printed want lines, or ended first (its output
+			// says how).
+			if err := testkit.Poll(context.Background(), timeout, func() (bool, error) {
 				select {
 				case <-done:
-					return nil // the run ended first: its output says how
-				case <-time.After(5 * time.Millisecond):
+					return true, nil
+				default:
+					return lines(b) >= want, nil
 				}
+			}); err != nil {
+				return fmt.Errorf("%q: %w", op, err)
 			}
 		case "interrupt":
 			interrupt()
@@ -409,7 +414,7 @@ func cliScript(script string, c *clientv3.Client, stdout, stderr *cliBuffer, int
 // and returns the address it serves on.
 func cliServe(t *testing.T, ep string) string {
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &cliBuffer{}
+	stderr := &testkit.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- runEnv(ctx, &env{stdin: strings.NewReader(""), stdout: stderr, stderr: stderr, getenv: func(string) string { return "" }},
@@ -417,20 +422,22 @@ func cliServe(t *testing.T, ep string) string {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	serving := regexp.MustCompile(`serving Curator Watch on (\S+) `)
-	for deadline := time.Now().Add(etcdtest.Timeout); ; time.Sleep(5 * time.Millisecond) {
-		if m := serving.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
+	var addr string
+	testkit.Eventually(t, func() error {
 		select {
 		case code := <-done:
 			done <- code
 			t.Fatalf("serve exited %d: %s", code, stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve not serving after %v: %s", etcdtest.Timeout, stderr)
+		m := serving.FindStringSubmatch(stderr.String())
+		if m == nil {
+			return fmt.Errorf("serve not serving yet: %s", stderr)
 		}
-	}
+		addr = m[1]
+		return nil
+	})
+	return addr
 }
 
 // checkCLICase compares what a run printed and how it ended with c.
@@ -516,29 +523,8 @@ func formatCLICases(comment string, cases []*cliCase, got []*cliResult) string {
 	return b.String()
 }
 
-// cliBuffer collects what a run writes; safe for a writer and readers.
-type cliBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *cliBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *cliBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *cliBuffer) lines() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Count(s.b.Bytes(), []byte("\n"))
-}
+// lines counts the lines b holds.
+func lines(b *testkit.Buffer) int { return bytes.Count(b.Bytes(), []byte("\n")) }
 
 // TestCLICoversEveryFlag: every name of every flag of every command (and
 // of nodewatch itself) appears in the args of a case of that command.

@@ -199,8 +199,7 @@ func metroctlDir(t *testing.T, ca *testCA, clusterCA *testCA) string {
 // returns the address to dial.
 func startTLSServe(t *testing.T, cluster *testCA) string {
 	t.Helper()
-	ep := etcdtest.Start(t)
-	putNode(t, etcdtest.Client(t, ep), node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	srvCert, srvKey, _, _ := cluster.issue(certSpec{cn: "metropolis-" + idA, key: ed25519PKCS8, node: true})
 	p := start(t, "serve", "--etcd", ep, "--listen", "127.0.0.1:0",
 		"--listen-cert", srvCert, "--listen-key", srvKey, "--listen-cacert", cluster.file)

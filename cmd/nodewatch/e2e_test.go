@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -147,8 +149,7 @@ func TestE2EExitCodes(t *testing.T) {
 // exit 1, with the password nowhere in the message.
 func TestE2EAuthRefused(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw")
 	code, _, errOut := runCmd(t, command(t, "key", "--etcd", ep, "--dial-timeout", "1m", "/x", "--user", "root:s3cret-wrong"))
 	if code != 1 || !strings.Contains(errOut, "authentication failed") {
@@ -168,9 +169,7 @@ func TestE2EAuthRefused(t *testing.T) {
 // nodewatch promptly although no further event comes.
 func TestE2EPipes(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/p/a", "1")
+	ep, c := etcdtest.StartWith(t, "/p/a", "1")
 
 	t.Run("reader sees the first batch before exit", func(t *testing.T) {
 		cmd := command(t, "key", "--etcd", ep, "--prefix", "/p/")
@@ -230,10 +229,7 @@ func TestE2EPipes(t *testing.T) {
 
 func TestE2EChangesOnly(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/c/a", "1")
-	etcdtest.Put(t, c, "/c/b", "1")
+	ep, c := etcdtest.StartWith(t, "/c/a", "1", "/c/b", "1")
 	lines, stderr := startLines(t, command(t, "key", "--etcd", ep, "--prefix", "/c/", "--changes-only"))
 	// nodewatch prints nothing while it builds the initial state, so
 	// touch a sentinel key until a change shows: from then on, changes
@@ -241,23 +237,21 @@ func TestE2EChangesOnly(t *testing.T) {
 	// may land before the listing, so the sentinel's first line is `new`
 	// or `updated`; either way, nothing of /c/a or /c/b comes before it.
 	var got []string
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-sync:
-	for i := 0; ; i++ {
+	touches := 0
+	testkit.Eventually(t, func() error {
 		select {
 		case l := <-lines:
 			got = append(got, l)
-			break sync
-		case <-tick.C:
-			etcdtest.Put(t, c, "/c/sync", strconv.Itoa(i))
-		case <-deadline:
-			t.Fatalf("no output at all; stderr %q", stderr.String())
+			return nil
+		default:
 		}
-	}
+		touches++
+		etcdtest.Put(t, c, "/c/sync", strconv.Itoa(touches))
+		return fmt.Errorf("no output at all; stderr %q", stderr.String())
+	})
 	etcdtest.Put(t, c, "/c/a", "2")
 	etcdtest.Delete(t, c, "/c/b")
+	deadline := time.After(timeout)
 	for !strings.HasPrefix(got[len(got)-1], `{"type":"batch_done"`) || !strings.Contains(strings.Join(got, "\n"), `"id":"/c/b"`) {
 		select {
 		case l, ok := <-lines:
@@ -288,9 +282,7 @@ sync:
 // plain on a terminal with NO_COLOR.
 func TestE2EText(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/t/a", `{"v":1}`)
+	ep, _ := etcdtest.StartWith(t, "/t/a", `{"v":1}`)
 	args := []string{"key", "--etcd", ep, "--prefix", "/t/", "--once", "-o", "text"}
 
 	code, out, _ := runCmd(t, command(t, args...))
@@ -351,14 +343,7 @@ func onTerminal(t *testing.T, cmd *exec.Cmd) string {
 	}
 	pts.Close()
 	var out strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		k, err := ptm.Read(buf)
-		out.Write(buf[:k])
-		if err != nil { // EIO once the last writer is gone
-			break
-		}
-	}
+	io.Copy(&out, ptm) // until EIO, once the last writer is gone
 	cmd.Wait()
 	return out.String()
 }
@@ -370,9 +355,7 @@ func unusedAddr() (string, error) { return embedetcd.FreeAddr() }
 // the completion scripts ask the binary for candidates.
 func TestE2EEnvAndCompletion(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/e/a", "1")
+	ep, _ := etcdtest.StartWith(t, "/e/a", "1")
 
 	cmd := command(t, "key", "/e/", "--prefix", "--once")
 	cmd.Env = append(cmd.Env, "NODEWATCH_ETCD="+ep)
@@ -426,10 +409,7 @@ func TestE2EVersion(t *testing.T) {
 // for an unreachable etcd, exit 3).
 func TestE2ERBAC(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/config/app", `{"v":1}`)
-	etcdtest.Put(t, c, "/secret/x", "s")
+	ep, c := etcdtest.StartWith(t, "/config/app", `{"v":1}`, "/secret/x", "s")
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, step := range []func() error{
@@ -463,8 +443,7 @@ func TestE2ERBAC(t *testing.T) {
 // so does --timeout.
 func TestE2ESignalWhileBlocked(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	big := strings.Repeat("x", 8<<10)
 	for i := 0; i < 100; i += 10 { // 800 KB of output: far more than a pipe holds
@@ -509,7 +488,7 @@ func blockedRun(t *testing.T, args []string, sig syscall.Signal) (int, bool, str
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -546,9 +525,7 @@ func blockedRun(t *testing.T, args []string, sig syscall.Signal) (int, bool, str
 // differences.
 func TestE2EServeFailover(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	var addrs []string
 	var servers []*exec.Cmd
 	for i := 0; i < 2; i++ {
@@ -607,13 +584,13 @@ func TestE2EServeFailover(t *testing.T) {
 // startLines starts cmd and returns its stdout, line by line (without
 // newlines; the channel is closed at its end), and its stderr. The process
 // is killed when the test ends.
-func startLines(t *testing.T, cmd *exec.Cmd) (<-chan string, *syncBuffer) {
+func startLines(t *testing.T, cmd *exec.Cmd) (<-chan string, *testkit.Buffer) {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &testkit.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -14,23 +14,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// The tests' names for testkit's two waits.
 const (
-	// timeout: how long to wait for what should happen.
-	timeout = etcdtest.Timeout
-	// quiet: how long to wait to be sure that something does not happen.
-	quiet = 300 * time.Millisecond
+	timeout = testkit.Timeout
+	quiet   = testkit.Quiet
 )
 
 // proc is one in-process run of nodewatch.
 type proc struct {
 	cancel context.CancelFunc
 	lines  chan string // complete stdout lines
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 	done   chan struct{} // closed when run returns
 	code   int           // run's result, once done is closed
 }
@@ -45,7 +44,7 @@ func start(t *testing.T, args ...string) *proc {
 func startEnv(t *testing.T, set func(*env), args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	out := &lineWriter{lines: p.lines}
 	go func() {
 		defer close(p.done)
@@ -191,24 +190,6 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 		w.lines <- string(w.buf[:i])
 		w.buf = w.buf[i+1:]
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // golden compares got with testdata/<test name>.ndjson, or rewrites it

@@ -55,8 +55,7 @@ func parseHealthEvent(t *testing.T, line string) healthEvent {
 // once the condition holds, and not before.
 func TestNodesHealth(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	beat := time.Now().Add(-2 * time.Second).UTC().Format(time.RFC3339Nano)
 	putNodeHealth(t, c, idA, "10.0.0.1", `"health":"HEALTHY","heartbeat":"`+beat+`"`)
 	putNodeHealth(t, c, idB, "10.0.0.2", `"health":"HEARTBEAT_TIMEOUT"`)

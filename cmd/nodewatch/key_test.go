@@ -15,14 +15,14 @@ import (
 
 func TestKeyOnce(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/a/json", `{"state":"up","n":12345678901234567890123}`)
-	etcdtest.Put(t, c, "/a/text", "hello, world")
-	etcdtest.Put(t, c, "/a/binary", "\xff\x00\xfe")
-	etcdtest.Put(t, c, "/a/\xffkey", "binary key")
-	etcdtest.Put(t, c, "/a/empty", "")
-	etcdtest.Put(t, c, "/b/outside", "not under the prefix")
+	ep, _ := etcdtest.StartWith(t,
+		"/a/json", `{"state":"up","n":12345678901234567890123}`,
+		"/a/text", "hello, world",
+		"/a/binary", "\xff\x00\xfe",
+		"/a/\xffkey", "binary key",
+		"/a/empty", "",
+		"/b/outside", "not under the prefix",
+	)
 
 	stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/a/", "--once")
 	if code != 0 {
@@ -40,9 +40,7 @@ func watchKey(t *testing.T, args ...string) (*proc, []string) {
 
 func TestKeyLive(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/a/1", `{"v":1}`)
+	ep, c := etcdtest.StartWith(t, "/a/1", `{"v":1}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/a/")
 
 	etcdtest.Put(t, c, "/a/2", `{"v":1}`) // new
@@ -68,11 +66,11 @@ func TestKeyLive(t *testing.T) {
 
 func TestKeyValueModes(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/json", `{"a":[1,2.50,"x"]}`)
-	etcdtest.Put(t, c, "/v/text", `not json`)
-	etcdtest.Put(t, c, "/v/bin", "\x00\x01\xff")
+	ep, _ := etcdtest.StartWith(t,
+		"/v/json", `{"a":[1,2.50,"x"]}`,
+		"/v/text", `not json`,
+		"/v/bin", "\x00\x01\xff",
+	)
 	for _, mode := range []string{"auto", "json", "text", "base64"} {
 		t.Run(mode, func(t *testing.T) {
 			stdout, stderr, code := runSync(t, "key", "--etcd", ep, "--prefix", "/v/", "--once", "--value", mode)
@@ -86,9 +84,7 @@ func TestKeyValueModes(t *testing.T) {
 
 func TestKeyBadRecordSkipped(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/good", `{"ok":true}`)
+	ep, c := etcdtest.StartWith(t, "/v/good", `{"ok":true}`)
 	p, _ := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--value", "json")
 	etcdtest.Put(t, c, "/v/bad", `{"truncated":`)
 	etcdtest.Put(t, c, "/v/after", `{"ok":1}`)
@@ -105,10 +101,7 @@ func TestKeyBadRecordSkipped(t *testing.T) {
 // goes on (what --strict makes of it: testdata/cli/key.txtar).
 func TestKeyEvalErrorWarns(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/v/str", `"a string"`)
-	etcdtest.Put(t, c, "/v/obj", `{"up":true}`)
+	ep, c := etcdtest.StartWith(t, "/v/str", `"a string"`, "/v/obj", `{"up":true}`)
 	p, got := watchKey(t, "--etcd", ep, "--prefix", "/v/", "--filter", ".value.up")
 	if len(got) != 2 || !strings.Contains(got[0], `"id":"/v/obj"`) {
 		t.Fatalf("initial batch: want only /v/obj, got %q", got)
@@ -127,8 +120,7 @@ func TestKeyEvalErrorWarns(t *testing.T) {
 // lets it back: it must list again and print exactly the differences.
 func TestKeyCompaction(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	etcdtest.Put(t, c, "/n/keep", "same")
 	etcdtest.Put(t, c, "/n/change", "before")
@@ -160,8 +152,7 @@ func TestKeyCompaction(t *testing.T) {
 // the resync; it is not printed as deleted.
 func TestKeyResyncKeepsBadRecord(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	etcdtest.Put(t, c, "/n/a", `{"ok":1}`)
 	etcdtest.Put(t, c, "/n/b", `{"ok":2}`)
@@ -245,8 +236,7 @@ func (w *stalledWriter) firstWrite() time.Time {
 // passes while it is written.
 func TestKeyCountMetBeforeTimeout(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	for _, k := range []string{"/s/a", "/s/b", "/s/c"} {
 		etcdtest.Put(t, c, k, "1")
 	}

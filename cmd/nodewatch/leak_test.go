@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -18,18 +13,10 @@ import (
 // connections embedded etcd servers open to their own HTTP endpoints
 // (version and health checks) and leave to idle out after Close.
 //
-// Started by the fault suite with faults.MemberEnv set, the test binary
-// is an etcd member instead (package faults), until killed or SIGTERM.
+// Started by the fault suite as an etcd member, the test binary is one
+// instead (faults.MemberMain), until killed or SIGTERM.
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(faults.MemberEnv); cfg != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := faults.RunMember(ctx, cfg, os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.Exit(faults.MemberExitCode(err))
-	}
+	faults.MemberMain()
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
@@ -20,18 +21,6 @@ import (
 var fastKeepalive = []string{"--keepalive-time", "1s", "--keepalive-timeout", "1s"}
 
 const recoverBound = 60 * time.Second
-
-// forward starts a forwarder to target (host:port, or an http:// URL)
-// that lives as long as the test.
-func forward(t *testing.T, target string) *netfault.Forwarder {
-	t.Helper()
-	f, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(target, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.Close)
-	return f
-}
 
 // waitLine waits up to recoverBound for a stdout line holding every one
 // of subs, and returns how long it took.
@@ -57,69 +46,62 @@ func (p *proc) waitLine(t *testing.T, subs ...string) time.Duration {
 	}
 }
 
-// TestKeySilentConnection: `key` whose connection to etcd goes silent
-// prints the next change, and says on stderr that it lost the connection
-// and when it was current again.
-func TestKeySilentConnection(t *testing.T) {
+// TestSilentConnection: whichever connection goes silent, the watcher
+// at its end prints the next change, and the side that noticed says on
+// stderr that it lost the connection and when it was current again.
+func TestSilentConnection(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/s/a", `"1"`)
-	fwd := forward(t, ep)
-	p := start(t, append([]string{"key", "--prefix", "/s/", "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
-	p.batch(t)
-	fwd.Silence()
-	etcdtest.Put(t, c, "/s/b", `"2"`)
-	d := p.waitLine(t, `"type":"new"`, `"id":"/s/b"`)
-	t.Logf("the change came %v after the connection went silent", d.Round(time.Millisecond))
-	waitStderr(t, p, "the connection went silent")
-	waitStderr(t, p, "current again via etcd at")
-}
-
-// TestNodesSilentConnection: `nodes` and `node ID` whose connection to
-// serve goes silent print the next change.
-func TestNodesSilentConnection(t *testing.T) {
-	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
-	addr, _ := serve(t, ep)
-	for _, args := range [][]string{{"nodes"}, {"node", "metropolis-" + idA}} {
-		t.Run(args[0], func(t *testing.T) {
-			fwd := forward(t, addr)
-			p := start(t, append(append(args, "--curator", fwd.Addr()), fastKeepalive...)...)
+	// silenced starts a watcher of args over the Curator at addr through
+	// a forwarder to silence; the watcher logs.
+	silenced := func(t *testing.T, addr string, args ...string) (watcher, logger *proc, fwd *netfault.Forwarder) {
+		fwd = netfault.Start(t, addr)
+		p := start(t, append(append(args, "--curator", fwd.Addr()), fastKeepalive...)...)
+		return p, p, fwd
+	}
+	for _, tc := range []struct {
+		name string
+		// start starts the watcher over the etcd at ep, one of its
+		// connections through fwd, and returns it and the process that
+		// logs the loss.
+		start func(t *testing.T, ep string) (watcher, logger *proc, fwd *netfault.Forwarder)
+		logs  []string // what logger logs, a line each
+	}{
+		{"key", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
+			fwd := netfault.Start(t, ep)
+			p := start(t, append([]string{"key", "--prefix", curator.DefaultPrefix, "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
+			return p, p, fwd
+		}, []string{"the connection went silent", "current again via etcd at"}},
+		{"nodes", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
+			addr, _ := serve(t, ep)
+			return silenced(t, addr, "nodes")
+		}, []string{"the connection went silent", "watching again after"}},
+		{"node ID", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
+			addr, _ := serve(t, ep)
+			return silenced(t, addr, "node", "metropolis-"+idA)
+		}, []string{"the connection went silent", "watching again after"}},
+		// serve ends its clients' streams with UNAVAILABLE once it cannot
+		// confirm its view, reconnects to etcd, and serves the view
+		// again, which they take as a resync.
+		{"serve's etcd", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
+			fwd := netfault.Start(t, ep)
+			srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
+			return start(t, "nodes", "--curator", addr), srv, fwd
+		}, []string{"ending 1 Watch stream(s) with UNAVAILABLE", "serving Watch and GetNodes again"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+			p, logger, fwd := tc.start(t, ep)
 			p.batch(t)
 			fwd.Silence()
 			putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 			d := p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
 			t.Logf("the change came %v after the connection went silent", d.Round(time.Millisecond))
-			waitStderr(t, p, "the connection went silent")
-			waitStderr(t, p, "watching again after")
-			putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1")) // for the next subtest
-			p.waitLine(t, `"type":"updated"`, `NODE_STATE_NEW`)
+			for _, l := range tc.logs {
+				waitStderr(t, logger, l)
+			}
 		})
 	}
-}
-
-// TestServeSilentEtcd: when serve's connection to etcd goes silent, its
-// clients still get the next change: serve ends their streams with
-// UNAVAILABLE once it cannot confirm its view, reconnects to etcd, and
-// serves the view again, which they take as a resync.
-func TestServeSilentEtcd(t *testing.T) {
-	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
-	fwd := forward(t, ep)
-	srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
-	p := start(t, "nodes", "--curator", addr)
-	p.batch(t)
-	fwd.Silence()
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	d := p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
-	t.Logf("the change came %v after serve's etcd connection went silent", d.Round(time.Millisecond))
-	waitStderr(t, srv, "ending 1 Watch stream(s) with UNAVAILABLE")
-	waitStderr(t, srv, "serving Watch and GetNodes again")
 }
 
 // TestNodesMovesToHealthyReplica: with two --curator endpoints, a client
@@ -127,10 +109,8 @@ func TestServeSilentEtcd(t *testing.T) {
 // made meanwhile, although the first replica's etcd stays unreachable.
 func TestNodesMovesToHealthyReplica(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
-	fwd := forward(t, ep)
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	fwd := netfault.Start(t, ep)
 	_, cutOff := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 	_, healthy := startServe(t, nil, "--etcd", ep)
 	p := start(t, "nodes", "--curator", cutOff+","+healthy)
@@ -165,9 +145,7 @@ func (p *proc) nextHeartbeat(t *testing.T) heartbeatLine {
 // it never goes backwards.
 func TestKeyHeartbeat(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/h/a", `"1"`)
+	ep, c := etcdtest.StartWith(t, "/h/a", `"1"`)
 	p := start(t, "key", "--prefix", "/h/", "--etcd", ep, "--heartbeat", "300ms")
 	p.batch(t)
 	var last int64
@@ -196,9 +174,7 @@ func TestKeyHeartbeat(t *testing.T) {
 // connection was confirmed (the Curator wire has no revisions).
 func TestNodesHeartbeat(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr, "--heartbeat", "300ms")
 	p.batch(t)

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
+	"fmt"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/mgmttest"
 )
@@ -26,8 +25,7 @@ const exportedPattern = "/_mgmt/exported/{to}/{from}/{kind}/{name...}"
 // change to a resource says what changed inside it.
 func TestKeyMgmtExported(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	content := "v1\n"
 	file := &mgmttest.FileRes{Base: mgmttest.NewBase("file", "/tmp/foo", "*"), Path: "/tmp/foo", Content: &content, State: "exists"}
 	etcdtest.Put(t, c, "/_mgmt/exported/*/h1/file//tmp/foo", string(mgmttest.ResToB64(t, file)))
@@ -86,8 +84,7 @@ func mgmtWorld(t *testing.T, c *clientv3.Client, leaseTTL int64) clientv3.LeaseI
 // lease expires.
 func TestKeyMgmtPreset(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	lease := mgmtWorld(t, c, 2)
 	// The lease is kept alive (as mgmt's scheduler does) until the
 	// scheduler's state has been printed, however slow the machine.
@@ -145,47 +142,29 @@ func TestKeyMgmtPreset(t *testing.T) {
 // built nodewatch and jq, against an mgmt-shaped World.
 func TestE2EMgmtRecipes(t *testing.T) {
 	t.Parallel()
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		t.Skip("jq is not installed (.ci/run installs it)")
-	}
-	recipes := readmeRecipes(t, "## Following mgmt's World")
-	if len(recipes) != 3 {
-		t.Fatalf("README has %d mgmt recipes, this test knows 3", len(recipes))
-	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	recipes, path := readmeRecipes(t, "## Following mgmt's World", 3)
+	ep, c := etcdtest.StartWith(t)
 	mgmtWorld(t, c, 60)
-	path := filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
 	// run runs a snippet and calls act once it has printed something
 	// (nodewatch has listed: a change made before would be part of the
 	// initial state). With lines > 0, the pipeline never ends by itself:
 	// once it has printed that many lines, it is stopped.
 	run := func(t *testing.T, snippet string, lines int, act func()) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cmd := exec.Command("bash", "-c", snippet)
-		cmd.Env = []string{"PATH=" + path, "NODEWATCH_ETCD=" + ep}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		var out syncBuffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		out, done := startSnippet(t, snippet, "PATH="+path, "NODEWATCH_ETCD="+ep)
 		waitFor := func(enough func(string) bool) {
-			for !enough(out.String()) {
+			t.Helper()
+			testkit.Eventually(t, func() error {
+				if enough(out.String()) {
+					return nil
+				}
 				select {
 				case err := <-done:
-					t.Fatalf("recipe ended (%v):\n%s", err, out.String())
-				case <-ctx.Done():
-					t.Fatalf("recipe timed out:\n%s", out.String())
-				case <-time.After(10 * time.Millisecond):
+					t.Fatalf("recipe ended (%v):\n%s", err, out)
+				default:
 				}
-			}
+				return fmt.Errorf("recipe timed out:\n%s", out)
+			})
 		}
 		waitFor(func(s string) bool { return s != "" })
 		act()
@@ -196,10 +175,10 @@ func TestE2EMgmtRecipes(t *testing.T) {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Fatalf("recipe failed: %v\n%s", err, out.String())
+				t.Fatalf("recipe failed: %v\n%s", err, out)
 			}
-		case <-ctx.Done():
-			t.Fatalf("recipe timed out:\n%s", out.String())
+		case <-time.After(timeout):
+			t.Fatalf("recipe timed out:\n%s", out)
 		}
 		return out.String()
 	}

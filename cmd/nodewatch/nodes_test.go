@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -17,6 +17,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
@@ -39,6 +40,17 @@ func putNode(t *testing.T, c *clientv3.Client, n *apipb.Node) {
 		t.Fatal(err)
 	}
 	etcdtest.Put(t, c, curator.DefaultPrefix+n.Id, string(b))
+}
+
+// fleet starts an etcd for the test holding the records of nodes, and
+// returns its client URL and a client for it.
+func fleet(t *testing.T, nodes ...*apipb.Node) (string, *clientv3.Client) {
+	t.Helper()
+	ep, c := etcdtest.StartWith(t)
+	for _, n := range nodes {
+		putNode(t, c, n)
+	}
+	return ep, c
 }
 
 const (
@@ -75,6 +87,22 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
+// lifecycle takes node id through its life, NEW, UP at addr, deleted,
+// and returns the batches p printed for each step.
+func lifecycle(t *testing.T, c *clientv3.Client, p *proc, id, addr string) []string {
+	t.Helper()
+	var got []string
+	for _, change := range []func(){
+		func() { putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, "")) },
+		func() { putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, addr)) },
+		func() { etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+id) },
+	} {
+		change()
+		got = append(got, p.batch(t)...)
+	}
+	return got
+}
+
 // stop interrupts a run and waits for it.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
@@ -84,8 +112,7 @@ func (p *proc) stop(t *testing.T) {
 
 func TestNodesOnce(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	s := sim.New(sim.Config{Nodes: 4, Seed: 42})
 	if err := s.Populate(context.Background(), c); err != nil {
 		t.Fatal(err)
@@ -102,8 +129,7 @@ func TestNodesOnce(t *testing.T) {
 // events but is printed as one batch.
 func TestNodesBigBacklog(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	const n = 40
 	big := strings.Repeat("x", 100<<10) // 100 KiB per node: 4 MB in all
 	ctx := context.Background()
@@ -132,20 +158,13 @@ func itoa2(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10)
 
 func TestNodesLive(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 
 	t.Run("lifecycle", func(t *testing.T) {
 		p := start(t, "nodes", "--curator", addr)
 		got := p.batch(t)
-		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
-		got = append(got, p.batch(t)...)
-		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
-		got = append(got, p.batch(t)...)
-		etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idB)
-		got = append(got, p.batch(t)...)
+		got = append(got, lifecycle(t, c, p, idB, "10.0.0.2")...)
 		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
 		got = append(got, p.batch(t)...)
 		golden(t, got)
@@ -168,22 +187,14 @@ func TestNodesLive(t *testing.T) {
 
 func TestNodeOne(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr, _ := serve(t, ep)
 
 	p := start(t, "node", "metropolis-"+idC, "--curator", addr)
 	got := p.batch(t)                                                      // the empty initial batch: the node does not exist
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2")) // another node: nothing
 	p.none(t)
-	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
-	got = append(got, p.batch(t)...)
-	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
-	got = append(got, p.batch(t)...)
-	etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idC)
-	got = append(got, p.batch(t)...)
-	golden(t, got)
+	golden(t, append(got, lifecycle(t, c, p, idC, "10.0.0.3")...))
 
 	// `node` with an id the server refuses: exit 1 with the reason.
 	_, stderr, code := runSync(t, "node", "bad/id", "--curator", addr)
@@ -197,10 +208,10 @@ func TestNodeOne(t *testing.T) {
 // address: nodes prints exactly the differences.
 func TestNodesServeRestart(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	ep, c := fleet(t,
+		node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"),
+		node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"),
+	)
 	addr, srv := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr)
 	got := p.batch(t)
@@ -223,9 +234,7 @@ func TestNodesServeRestart(t *testing.T) {
 // differences.
 func TestNodesFailover(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	addr1, srv1 := serve(t, ep)
 	addr2, _ := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr1+","+addr2)
@@ -264,9 +273,7 @@ func TestNodesFailover(t *testing.T) {
 // non-leader does: the client follows it.
 func TestNodesFollowLeader(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	leader, _ := serve(t, ep)
 	host, port, _ := net.SplitHostPort(leader)
 
@@ -292,9 +299,7 @@ func TestNodesFollowLeader(t *testing.T) {
 // skipped; streams go on.
 func TestServeBadRecord(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	etcdtest.Put(t, c, curator.DefaultPrefix+"metropolis-broken", "{not a node")
 	addr, srv := serve(t, ep)
 	p := start(t, "nodes", "--curator", addr)
@@ -320,8 +325,7 @@ func TestServeBadRecord(t *testing.T) {
 // etcd: no update is lost, whatever was coalesced on the way.
 func TestNodesSimNoLostUpdate(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	s := sim.New(sim.Config{Nodes: 10, Seed: 7})
 	if err := s.Populate(ctx, c); err != nil {
@@ -341,16 +345,17 @@ func TestNodesSimNoLostUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Replay what was printed so far, until it equals etcd.
 	want := etcdNodes(t, c)
-	deadline := time.After(timeout)
-	for view.Equal(want) != "" {
-		select {
-		case <-deadline:
-			t.Fatalf("replayed stream differs from etcd:\n%s", view.Equal(want))
-		default:
+	testkit.Eventually(t, func() error {
+		for len(p.lines) > 0 {
+			apply([]string{<-p.lines})
 		}
-		apply(p.batch(t))
-	}
+		if d := view.Equal(want); d != "" {
+			return fmt.Errorf("replayed stream differs from etcd:\n%s", d)
+		}
+		return nil
+	})
 	for _, typ := range []string{"new", "updated", "deleted"} {
 		if seen[typ] == 0 {
 			t.Errorf("no %s event in %v", typ, seen)

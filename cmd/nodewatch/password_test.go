@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,8 +18,7 @@ import (
 // the password in NODEWATCH_USER.
 func TestE2EPasswords(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw-s3cret")
 	dead, err := unusedAddr()
 	if err != nil {
@@ -65,8 +65,7 @@ func TestE2EPasswords(t *testing.T) {
 // fails without naming it.
 func TestE2EPasswordPrompt(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	etcdtest.EnableAuth(t, c, "rootpw-typed")
 	for _, tc := range []struct {
 		typed string
@@ -127,14 +126,7 @@ func promptOnTerminal(t *testing.T, cmd *exec.Cmd, prompt, answer string) (int, 
 	if _, err := ptm.Write([]byte(answer + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 4096)
-	for {
-		k, err := r.Read(buf)
-		shown.Write(buf[:k])
-		if err != nil { // EIO once the last writer is gone
-			break
-		}
-	}
+	io.Copy(&shown, r) // until EIO, once the last writer is gone
 	cmd.Wait()
 	return cmd.ProcessState.ExitCode(), shown.String()
 }

@@ -1,25 +1,32 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // readmeRecipes returns the shell snippets of README.md's section with
-// the given heading ("## Recipes"), in order.
-func readmeRecipes(t *testing.T, heading string) []string {
+// the given heading ("## Recipes"), in order, which must be n, and a PATH
+// with the built nodewatch and jq to run them with. The test skips where
+// jq is not installed.
+func readmeRecipes(t *testing.T, heading string, n int) (recipes []string, path string) {
 	t.Helper()
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq is not installed (.ci/run installs it)")
+	}
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +40,39 @@ func readmeRecipes(t *testing.T, heading string) []string {
 	if end < 0 {
 		end = len(text) - start - 1
 	}
-	var out []string
 	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1) {
-		out = append(out, m[1])
+		recipes = append(recipes, m[1])
 	}
-	return out
+	if len(recipes) != n {
+		t.Fatalf("README's %q has %d recipes, this test knows %d", heading, len(recipes), n)
+	}
+	return recipes, filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
+}
+
+// startSnippet runs a shell snippet with the variables env (and no
+// others) in a process group of its own, killed when the test ends, and
+// returns its output (stdout and stderr) and its end.
+func startSnippet(t *testing.T, snippet string, env ...string) (*testkit.Buffer, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", snippet)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &testkit.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		done <- cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	return out, done
 }
 
 // TestE2EReadmeRecipes runs every recipe of the README, as written, with
@@ -45,51 +80,36 @@ func readmeRecipes(t *testing.T, heading string) []string {
 // that each does what its sentence promises.
 func TestE2EReadmeRecipes(t *testing.T) {
 	t.Parallel()
-	jq, err := exec.LookPath("jq")
-	if err != nil {
-		t.Skip("jq is not installed (.ci/run installs it)")
-	}
-	recipes := readmeRecipes(t, "## Recipes")
-	if len(recipes) != 7 {
-		t.Fatalf("README has %d recipes, this test knows 7", len(recipes))
-	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	recipes, path := readmeRecipes(t, "## Recipes", 7)
+	ep, c := etcdtest.StartWith(t)
 	for _, id := range []string{idA, idB, idC} {
 		putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, "10.0.0."+id[:1]))
 	}
 	addr, _ := serve(t, ep)
-	path := filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
 
 	// recipe runs a snippet with bash; while it runs, act is called every
 	// 200ms with what it printed so far (to make the changes the recipe
 	// waits for).
 	recipe := func(t *testing.T, snippet string, act func(i int, out string)) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", "reload-app() { echo \"reload-app $1\"; }\n"+snippet)
-		cmd.Env = []string{"PATH=" + path, "CURATOR=" + addr, "NODEWATCH_CURATOR=" + addr, "NODEWATCH_ETCD=" + ep}
-		var out syncBuffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		out, done := startSnippet(t, "reload-app() { echo \"reload-app $1\"; }\n"+snippet,
+			"PATH="+path, "CURATOR="+addr, "NODEWATCH_CURATOR="+addr, "NODEWATCH_ETCD="+ep)
+		deadline := time.After(timeout)
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Fatalf("recipe failed: %v\n%s", err, out.String())
+					t.Fatalf("recipe failed: %v\n%s", err, out)
 				}
 				return out.String()
 			case <-tick.C:
 				if act != nil {
 					act(i, out.String())
 				}
+			case <-deadline:
+				t.Fatalf("recipe timed out:\n%s", out)
 			}
 		}
 	}

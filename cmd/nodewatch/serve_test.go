@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -26,6 +25,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -83,9 +83,7 @@ func TestServeFlagErrors(t *testing.T) {
 // is accepted. Past --max-streams-per-conn a gRPC client's stream waits.
 func TestServeStreamLimits(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 
 	t.Run("--max-streams", func(t *testing.T) {
 		t.Parallel()
@@ -103,12 +101,12 @@ func TestServeStreamLimits(t *testing.T) {
 		// The stream counts until its handler returns, shortly after the
 		// client cancelled it.
 		w1.cancel()
-		poll(t, "a stream accepted after one ended", func() bool {
+		testkit.Eventually(t, func() error {
 			w := openWatch(t, conn)
 			if w.err != nil && status.Code(w.err) != codes.ResourceExhausted {
 				t.Fatalf("stream after one ended: %v", w.err)
 			}
-			return w.err == nil
+			return w.err
 		})
 	})
 	t.Run("--max-streams-per-conn", func(t *testing.T) {
@@ -142,18 +140,10 @@ func TestServeStreamLimits(t *testing.T) {
 // certificate kept.
 func TestServeReloadCertificate(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-
-	cluster := newPKI(t, "cluster-ca")
-	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
-	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
-	dir := t.TempDir()
-	certFile, keyFile, clientCAFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key"), filepath.Join(dir, "clients.pem")
-	install(t, v1Cert, certFile)
-	install(t, v1Key, keyFile)
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	r := newRotation(t)
+	cluster, caFile, certFile, keyFile, client := r.cluster, r.caFile, r.certFile, r.keyFile, r.client
+	clientCAFile := filepath.Join(filepath.Dir(certFile), "clients.pem")
 	install(t, caFile, clientCAFile)
 
 	hup := make(chan os.Signal, 1)
@@ -161,16 +151,13 @@ func TestServeReloadCertificate(t *testing.T) {
 		e.reloads = func() (<-chan os.Signal, func()) { return hup, func() {} }
 	}
 	p, addr := startServe(t, reloads, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", clientCAFile)
-	client := operatorTLS(t, caFile, cliCert, cliKey)
 
 	old := openWatch(t, dialTLS(t, addr, client))
 	if got := old.serverCN(); got != "server-v1" {
 		t.Fatalf("server certificate %q, want server-v1", got)
 	}
 
-	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
-	install(t, v2Cert, certFile)
-	install(t, v2Key, keyFile)
+	_, v2Key := r.to(t, "server-v2")
 	hup <- syscall.SIGHUP
 	waitStderr(t, p, "reloaded certificate "+certFile+" (key "+keyFile+", client CAs "+clientCAFile+"): \"CN=server-v2\", serial ")
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
@@ -225,27 +212,16 @@ func TestServeReloadCertificate(t *testing.T) {
 // has nothing to reload and goes on too.
 func TestE2EServeReload(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	cluster := newPKI(t, "cluster-ca")
-	caFile := filepath.Join(cluster.dir, "cluster-ca.pem")
-	v1Cert, v1Key := cluster.leaf("server-v1", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "srv.pem"), filepath.Join(dir, "srv.key")
-	install(t, v1Cert, certFile)
-	install(t, v1Key, keyFile)
-	client := operatorTLS(t, caFile, cliCert, cliKey)
+	ep, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	r := newRotation(t)
+	certFile, keyFile, client := r.certFile, r.keyFile, r.client
 
-	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", caFile)
+	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", r.caFile)
 	old := openWatch(t, dialTLS(t, addr, client))
 	if got := old.serverCN(); got != "server-v1" {
 		t.Fatalf("server certificate %q, want server-v1", got)
 	}
-	v2Cert, v2Key := cluster.leaf("server-v2", x509.ExtKeyUsageServerAuth)
-	install(t, v2Cert, certFile)
-	install(t, v2Key, keyFile)
+	r.to(t, "server-v2")
 	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -273,15 +249,9 @@ func TestE2EServeReload(t *testing.T) {
 			t.Skip("SIGHUP is ignored in this process (nohup), and so in the commands it starts")
 		}
 		cmd := command(t, "key", "--etcd", ep, "--prefix", "/x/")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if l, _ := bufio.NewReader(stdout).ReadString('\n'); !strings.Contains(l, "batch_done") {
-			t.Fatalf("initial batch: %q", l)
+		lines, stderr := startLines(t, cmd)
+		if l := <-lines; !strings.Contains(l, "batch_done") {
+			t.Fatalf("initial batch: %q; stderr %q", l, stderr)
 		}
 		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
 			t.Fatal(err)
@@ -295,14 +265,14 @@ func TestE2EServeReload(t *testing.T) {
 
 // startServeBinary runs the nodewatch binary's serve on a free loopback
 // port and waits until it serves. exited is closed when it has exited.
-func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, exited chan struct{}, addr string) {
+func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *testkit.Buffer, exited chan struct{}, addr string) {
 	t.Helper()
 	addr, err := embedetcd.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd = command(t, append([]string{"serve", "--listen", addr}, args...)...)
-	stderr = &syncBuffer{}
+	stderr = &testkit.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -364,9 +334,9 @@ func waitLines(t *testing.T, p *proc, n int, subs ...string) {
 
 // waitLog waits until stderr holds n lines holding every one of subs; the
 // test fails if done is closed (nodewatch exited) first.
-func waitLog(t *testing.T, stderr *syncBuffer, done <-chan struct{}, n int, subs ...string) {
+func waitLog(t *testing.T, stderr *testkit.Buffer, done <-chan struct{}, n int, subs ...string) {
 	t.Helper()
-	poll(t, fmt.Sprintf("%d lines with %q", n, subs), func() bool {
+	testkit.Eventually(t, func() error {
 		found := 0
 		for _, l := range strings.Split(stderr.String(), "\n") {
 			if containsAll(l, subs) {
@@ -374,14 +344,14 @@ func waitLog(t *testing.T, stderr *syncBuffer, done <-chan struct{}, n int, subs
 			}
 		}
 		if found >= n {
-			return true
+			return nil
 		}
 		select {
 		case <-done:
 			t.Fatalf("nodewatch exited: %s", stderr)
 		default:
 		}
-		return false
+		return fmt.Errorf("%d lines with %q, want %d; stderr:\n%s", found, subs, n, stderr)
 	})
 }
 
@@ -394,20 +364,41 @@ func containsAll(s string, subs []string) bool {
 	return true
 }
 
-// poll calls cond every few milliseconds until it holds; the test fails if
-// it does not within timeout.
-func poll(t *testing.T, what string, cond func() bool) {
+// rotation is a server certificate in files that a test replaces, issued
+// by a cluster CA, and an operator's TLS for that CA.
+type rotation struct {
+	cluster           *pki
+	caFile            string // the cluster CA's certificate
+	certFile, keyFile string // the server's
+	client            *tls.Config
+}
+
+// newRotation issues the server certificate "server-v1" into files of a
+// new directory.
+func newRotation(t *testing.T) *rotation {
 	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no %s within %v", what, timeout)
-		}
+	cluster := newPKI(t, "cluster-ca")
+	dir := t.TempDir()
+	r := &rotation{
+		cluster:  cluster,
+		caFile:   filepath.Join(cluster.dir, "cluster-ca.pem"),
+		certFile: filepath.Join(dir, "srv.pem"),
+		keyFile:  filepath.Join(dir, "srv.key"),
 	}
+	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
+	r.client = operatorTLS(t, r.caFile, cliCert, cliKey)
+	r.to(t, "server-v1")
+	return r
+}
+
+// to installs a new server certificate for cn, as rotation tools do,
+// and returns the files it was issued in.
+func (r *rotation) to(t *testing.T, cn string) (cert, key string) {
+	t.Helper()
+	cert, key = r.cluster.leaf(cn, x509.ExtKeyUsageServerAuth)
+	install(t, cert, r.certFile)
+	install(t, key, r.keyFile)
+	return cert, key
 }
 
 // install copies file src to dst the way rotation tools do: the new file

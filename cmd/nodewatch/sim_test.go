@@ -11,14 +11,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // The command writes what the library writes for the same seed, cleans up
 // with --clear, and stops at --steps or --duration.
 func TestSimCommand(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
@@ -45,7 +45,7 @@ func TestSimCommand(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	if diff := cmp.Diff(simRecords(t, c, "/want/"), simRecords(t, c, "/got/")); diff != "" {
+	if diff := cmp.Diff(etcdtest.Get(t, c, "/want/"), etcdtest.Get(t, c, "/got/")); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 
@@ -62,7 +62,7 @@ func TestSimCommand(t *testing.T) {
 	records := c.Watch(wctx, "/endless/", clientv3.WithPrefix())
 	rctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	var errOut syncBuffer
+	var errOut testkit.Buffer
 	var out bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
@@ -82,20 +82,4 @@ func TestSimCommand(t *testing.T) {
 	case <-time.After(timeout):
 		t.Fatalf("did not end within %v of the interrupt", timeout)
 	}
-}
-
-// simRecords returns every key under prefix, without it, with its value.
-func simRecords(t *testing.T, c *clientv3.Client, prefix string) map[string]string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, kv := range resp.Kvs {
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
-	}
-	return out
 }

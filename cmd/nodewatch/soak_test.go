@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
@@ -30,8 +32,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Skip("set NODEWATCH_SOAK=2m (or run make soak) to soak")
 	}
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	s := sim.New(sim.Config{Nodes: 200, Seed: 99})
 	if err := s.Populate(ctx, c); err != nil {
@@ -56,7 +57,7 @@ func TestSoak(t *testing.T) {
 		nodes.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	}
 	r, _ := nodes.StdoutPipe()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	nodes.Stderr = &stderr
 	if err := nodes.Start(); err != nil {
 		t.Fatal(err)
@@ -116,25 +117,20 @@ func TestSoak(t *testing.T) {
 	}
 
 	want := etcdNodes(t, c)
-	deadline := time.Now().Add(time.Minute)
-	for {
+	err = testkit.Poll(ctx, time.Minute, func() (bool, error) {
 		mu.Lock()
-		same := view.Equal(want) == ""
-		n := lines
-		mu.Unlock()
-		if same {
-			t.Logf("replayed stream equals etcd after %d lines", n)
-			if f := os.Getenv("NODEWATCH_SOAK_GCTRACE"); f != "" {
-				os.WriteFile(f, []byte(stderr.String()), 0o644)
-			}
-			return
+		defer mu.Unlock()
+		if d := view.Equal(want); d != "" {
+			return false, fmt.Errorf("replayed stream differs from etcd:\n%s", d)
 		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("replayed stream differs from etcd:\n%s\nstderr:\n%s", view.Equal(want), stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+		t.Logf("replayed stream equals etcd after %d lines", lines)
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, stderr.String())
+	}
+	if f := os.Getenv("NODEWATCH_SOAK_GCTRACE"); f != "" {
+		os.WriteFile(f, []byte(stderr.String()), 0o644)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
-	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // pki writes an Ed25519 CA and leaf certificates signed by it, the way a
@@ -101,9 +100,7 @@ func (p *pki) leafValid(cn string, usage x509.ExtKeyUsage, notBefore, notAfter t
 // refused.
 func TestNodesMutualTLS(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 
 	cluster := newPKI(t, "cluster-ca")
 	srvCert, srvKey := cluster.leaf("metropolis-"+idA, x509.ExtKeyUsageServerAuth)
@@ -145,16 +142,5 @@ func TestNodesMutualTLS(t *testing.T) {
 // waitServing waits until a serve run says it serves.
 func waitServing(t *testing.T, p *proc) {
 	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !strings.Contains(p.stderr.String(), "serving Curator Watch on") {
-		select {
-		case <-p.done:
-			t.Fatalf("serve exited %d: %s", p.code, p.stderr)
-		case <-deadline:
-			t.Fatalf("serve not serving after %v: %s", timeout, p.stderr)
-		case <-tick.C:
-		}
-	}
+	waitStderr(t, p, "serving Curator Watch on")
 }

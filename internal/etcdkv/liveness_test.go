@@ -2,15 +2,14 @@ package etcdkv
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
@@ -19,24 +18,6 @@ import (
 // so that the tests below do not wait the defaults' 8s.
 var fastKeepalive = dial.Keepalive{Time: time.Second, Timeout: time.Second}
 
-// logs collects what a Watcher logs.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logs) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 // TestWatcherSilentConnection: a watch whose connection goes silent (no
 // FIN, no RST: every byte dropped) notices, closes the connection, watches
 // again over a new one from the last revision + 1, and gets the next
@@ -44,35 +25,21 @@ func (l *logs) String() string {
 // liveness, the watch waited for ever: the change never came.
 func TestWatcherSilentConnection(t *testing.T) {
 	ep := etcdtest.Start(t)
-	fwd, err := netfault.Listen("127.0.0.1", strings.TrimPrefix(ep, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fwd.Close()
+	fwd := netfault.Start(t, ep)
 	c := etcdtest.Client(t, ep)
 	etcdtest.Put(t, c, "/s/a", "1")
-	log := &logs{}
+	log := &testkit.Buffer{}
 	var mu sync.Mutex
 	var states []bool
 	src := &Source{
 		Config: Config{Endpoints: []string{"http://" + fwd.Addr()}, Keepalive: fastKeepalive},
-		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.logf, OnCurrent: func(current bool) {
+		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.Logf, OnCurrent: func(current bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			states = append(states, current)
 		}},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	q := handoff.New(0)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		q.Close(src.Run(ctx, q))
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	q := startWatcher(t, src)
 	if b := next(t, q); b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
 		t.Fatalf("initial batch: %+v", b)
 	}

@@ -15,11 +15,15 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
-// startWatcher runs w until the test ends and returns its mailbox.
-func startWatcher(t *testing.T, w *Watcher) *handoff.Queue {
+// startWatcher runs w (a Watcher or a Source) until the test ends and
+// returns its mailbox.
+func startWatcher(t *testing.T, w interface {
+	Run(context.Context, nodeset.Sink) error
+}) *handoff.Queue {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mb := handoff.New(0)
@@ -37,7 +41,7 @@ func startWatcher(t *testing.T, w *Watcher) *handoff.Queue {
 
 func next(t *testing.T, mb *handoff.Queue) nodeset.Batch {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	b, err := mb.Next(ctx)
 	for err == nil && !b.Full() && len(b.Changes) == 0 {
@@ -55,8 +59,7 @@ func value(kv *mvccpb.KeyValue) (any, error) { return string(kv.Value), nil }
 // TestListPaged: 2,500 keys at page size 100 arrive as 25 responses but
 // one initial batch, all at the revision of the first page.
 func TestListPaged(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	const n = 2500
 	for i := 0; i < n; i += 100 {
@@ -99,14 +102,11 @@ func TestListPaged(t *testing.T) {
 // (Here the etcd client resumes the watch by itself; TestResumeAfterNoLeader
 // drives the watcher's own resume loop.)
 func TestResumeAfterDisconnect(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
-	var logs strings.Builder
-	var mu sync.Mutex
-	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
-		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	var logs testkit.Buffer
+	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
 	if b := next(t, mb); b.Cause != nodeset.CauseInitial {
 		t.Fatalf("first batch cause %v", b.Cause)
@@ -141,10 +141,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 // TestSingleKeyIgnoresSiblings: without Prefix only the key itself is
 // listed and watched.
 func TestSingleKeyIgnoresSiblings(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/s", "1")
-	etcdtest.Put(t, c, "/s/child", "1")
+	_, c := etcdtest.StartWith(t, "/s", "1", "/s/child", "1")
 	mb := startWatcher(t, &Watcher{Client: c, Key: "/s", Decode: value})
 	b := next(t, mb)
 	if len(b.Changes) != 1 || b.Changes[0].ID != "/s" {
@@ -166,10 +163,8 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	cluster := etcdtest.StartCluster(t, 3)
 	all := etcdtest.Client(t, strings.Join(cluster.Endpoints, ","))
 	only0 := etcdtest.Client(t, cluster.Endpoints[0])
-	var logs strings.Builder
-	var mu sync.Mutex
-	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond,
-		Logf: func(f string, a ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&logs, f+"\n", a...) }}
+	var logs testkit.Buffer
+	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
 	next(t, mb) // the initial listing
 	rev := etcdtest.Put(t, all, "/q/a", "1")
@@ -180,24 +175,11 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	cluster.Kill(1)
 	cluster.Kill(2)
 	want := fmt.Sprintf("resuming at rev %d", rev+1)
-	deadline := time.Now().Add(3 * etcdtest.Timeout)
-	for {
-		mu.Lock()
-		seen := strings.Contains(logs.String(), want)
-		mu.Unlock()
-		if seen {
-			break
-		}
-		if time.Now().After(deadline) {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("the watcher did not resume at rev %d; log:\n%s", rev+1, logs.String())
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-t.Context().Done():
-			return
-		}
+	// Elections take a few seconds: three times the usual timeout.
+	if err := testkit.Poll(t.Context(), 3*testkit.Timeout, func() (bool, error) {
+		return strings.Contains(logs.String(), want), nil
+	}); err != nil {
+		t.Fatalf("the watcher did not resume at rev %d (%v); log:\n%s", rev+1, err, logs.String())
 	}
 	cluster.Restart(1)
 	cluster.Restart(2)
@@ -240,8 +222,7 @@ func (s *listedSink) Put(b nodeset.Batch) {
 // wants to know how many objects it has read, page by page, before it
 // puts the full batch.
 func TestListReportsProgress(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	for i := range 5 {
 		etcdtest.Put(t, c, fmt.Sprintf("/r/%d", i), "v")
 	}
@@ -255,7 +236,7 @@ func TestListReportsProgress(t *testing.T) {
 	}()
 	select {
 	case <-s.put:
-	case <-time.After(etcdtest.Timeout):
+	case <-time.After(testkit.Timeout):
 		t.Fatal("no full batch")
 	}
 	cancel()
@@ -270,8 +251,7 @@ func TestListReportsProgress(t *testing.T) {
 // key order, page by page), then watched from the next, a change in each
 // arriving; a key under neither never does.
 func TestWatcherAlso(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	_, c := etcdtest.StartWith(t)
 	for _, k := range []string{"/e/h3/a", "/e/h3/b", "/e/*/c", "/e/h2/d", "/e/h30/e"} {
 		etcdtest.Put(t, c, k, "v")
 	}
@@ -319,8 +299,7 @@ func changeIDs(b nodeset.Batch) []string {
 // the break in one range is not delivered again because the other range
 // was quiet.
 func TestWatcherAlsoResumesEachRange(t *testing.T) {
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
 	w := &Watcher{Client: pc, Key: "/f/a/", Prefix: true, Also: []string{"/f/b/"}, Decode: value, MaxBackoff: 200 * time.Millisecond}

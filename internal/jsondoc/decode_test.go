@@ -54,33 +54,29 @@ func genValue(r *rand.Rand, b *strings.Builder, depth int) {
 	if depth > 4 {
 		k = 2 + r.Intn(6)
 	}
-	switch k {
-	case 0:
-		b.WriteByte('{')
-		n := r.Intn(4)
-		for i := range n {
+	// list writes up to three elements between open and end.
+	list := func(open, end byte, elem func()) {
+		b.WriteByte(open)
+		for i := range r.Intn(4) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
+			elem()
+		}
+		space()
+		b.WriteByte(end)
+	}
+	switch k {
+	case 0:
+		list('{', '}', func() {
 			space()
 			genString(r, b, 2) // few distinct keys: repeats happen
 			space()
 			b.WriteByte(':')
 			genValue(r, b, depth+1)
-		}
-		space()
-		b.WriteByte('}')
+		})
 	case 1:
-		b.WriteByte('[')
-		n := r.Intn(4)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			genValue(r, b, depth+1)
-		}
-		space()
-		b.WriteByte(']')
+		list('[', ']', func() { genValue(r, b, depth+1) })
 	case 2, 3:
 		genString(r, b, 6)
 	case 4, 5:
@@ -105,17 +101,24 @@ func genString(r *rand.Rand, b *strings.Builder, alphabet int) {
 	b.WriteByte('"')
 }
 
-// TestDecodeModel compares Decode with encoding/json on random values, and
-// on the same values with a byte cut, changed or inserted.
-func TestDecodeModel(t *testing.T) {
+// eachValue calls f with each of 20000 random values (see genValue), and
+// the generator that made it.
+func eachValue(f func(r *rand.Rand, in []byte)) {
 	for seed := range int64(20000) {
 		r := rand.New(rand.NewSource(seed))
 		var b strings.Builder
 		genValue(r, &b, 0)
-		in := []byte(b.String())
+		f(r, []byte(b.String()))
+	}
+}
+
+// TestDecodeModel compares Decode with encoding/json on random values, and
+// on the same values with a byte cut, changed or inserted.
+func TestDecodeModel(t *testing.T) {
+	eachValue(func(r *rand.Rand, in []byte) {
 		agree(t, in)
 		if len(in) == 0 {
-			continue
+			return
 		}
 		bad := bytes.Clone(in)
 		i := r.Intn(len(bad))
@@ -128,19 +131,15 @@ func TestDecodeModel(t *testing.T) {
 			bad = append(bad[:i], append([]byte{`{}[],:"\0-e.`[r.Intn(12)]}, bad[i:]...)...)
 		}
 		agree(t, bad)
-	}
+	})
 }
 
 // TestCompactValid: CompactValid makes json.Compact's bytes of every valid
 // random value.
 func TestCompactValid(t *testing.T) {
-	for seed := range int64(20000) {
-		r := rand.New(rand.NewSource(seed))
-		var b strings.Builder
-		genValue(r, &b, 0)
-		in := []byte(b.String())
+	eachValue(func(_ *rand.Rand, in []byte) {
 		if !json.Valid(in) {
-			continue
+			return
 		}
 		var want bytes.Buffer
 		if err := json.Compact(&want, in); err != nil {
@@ -149,7 +148,7 @@ func TestCompactValid(t *testing.T) {
 		if got := CompactValid(bytes.Clone(in)); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("CompactValid(%q) = %q, want %q", in, got, want.Bytes())
 		}
-	}
+	})
 }
 
 func TestDecodeCases(t *testing.T) {

@@ -3,10 +3,13 @@ package progress
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // clock is a time the test moves by hand.
@@ -50,19 +53,18 @@ func TestMeter(t *testing.T) {
 
 // TestMeterRunErases: a run that ends erases the line it drew.
 func TestMeterRunErases(t *testing.T) {
-	var term syncBuffer
+	var term testkit.Buffer
 	m := New(&term, time.Nanosecond)
 	m.Listed(7)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !bytes.Contains(term.Bytes(), []byte("7 objects")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line drawn in 10s: %q", term.String())
+	testkit.Eventually(t, func() error {
+		if !bytes.Contains(term.Bytes(), []byte("7 objects")) {
+			return fmt.Errorf("no line drawn: %q", term.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
 	if got := term.String(); !bytes.HasSuffix([]byte(got), []byte("\r\x1b[K")) {
@@ -78,26 +80,6 @@ func TestGroup(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-func (s *syncBuffer) String() string { return string(s.Bytes()) }
-
 // blockingWriter blocks every write until its channel is closed, as a
 // pipe whose reader stopped reading does.
 type blockingWriter chan struct{}
@@ -111,18 +93,17 @@ func (b blockingWriter) Write(p []byte) (int, error) {
 // stalled stdout) holds up neither another writer (a log line on stderr)
 // nor the sources' reports nor the end of Run.
 func TestMeterStalledWriteHoldsNobody(t *testing.T) {
-	var term syncBuffer
+	var term testkit.Buffer
 	m := New(&term, time.Nanosecond)
 	stall := make(blockingWriter)
 	defer close(stall)
 	go m.Writer(stall).Write([]byte("line\n"))
-	deadline := time.Now().Add(10 * time.Second)
-	for m.writing.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stalled write never started")
+	testkit.Eventually(t, func() error {
+		if m.writing.Load() == 0 {
+			return errors.New("the stalled write never started")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -136,7 +117,7 @@ func TestMeterStalledWriteHoldsNobody(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Timeout):
 		t.Fatal("held up by a stalled write")
 	}
 	if got := term.String(); got != "nodewatch: a log line\n" {

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -26,9 +27,9 @@ var (
 	addrPattern = regexp.MustCompile(`^10\.\d{1,3}\.\d{1,3}\.\d{1,3}$`)
 )
 
-// ctxFor returns a context that ends with the test or after etcdtest.Timeout.
+// ctxFor returns a context that ends with the test or after testkit.Timeout.
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Timeout)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -72,20 +73,6 @@ func writes(ops []sim.Op) []write {
 	var out []write
 	for _, op := range ops {
 		out = append(out, write{op.Kind, op.Step, op.Time, op.ID, string(op.Value)})
-	}
-	return out
-}
-
-// read returns every key under prefix, without the prefix, with its value.
-func read(t *testing.T, kv clientv3.KV, prefix string) map[string]string {
-	t.Helper()
-	resp, err := kv.Get(ctxFor(t), prefix, clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, kv := range resp.Kvs {
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
 	}
 	return out
 }
@@ -135,7 +122,7 @@ func testDeterminism(t *testing.T, c *clientv3.Client) {
 			run := func(prefix string, seed int64) ([]write, map[string]string) {
 				s := populate(t, c, sim.Config{Nodes: 15, Seed: seed, Prefix: prefix, Format: f})
 				ops := steps(t, s, c, 200)
-				return writes(ops), read(t, c, prefix)
+				return writes(ops), etcdtest.Get(t, c, prefix)
 			}
 			opsA, recordsA := run("/"+f.String()+"/a/", 42)
 			opsB, recordsB := run("/"+f.String()+"/b/", 42)
@@ -177,7 +164,7 @@ func testRecords(t *testing.T, c *clientv3.Client) {
 					t.Errorf("step %d: value %s does not hold Op.Node %v", op.Step, op.Value, op.Node)
 				}
 			}
-			records := read(t, c, prefix)
+			records := etcdtest.Get(t, c, prefix)
 			if len(records) == 0 {
 				t.Fatal("no records")
 			}
@@ -272,7 +259,7 @@ func testLifecycle(t *testing.T, c *clientv3.Client) {
 			s := populate(t, c, sim.Config{Nodes: tt.nodes, Seed: tt.seed, Prefix: prefix})
 			slack := max(1, tt.nodes/10)
 			state := map[string]commonpb.NodeState{}
-			for id := range read(t, c, prefix) {
+			for id := range etcdtest.Get(t, c, prefix) {
 				state[id] = UP
 			}
 			if len(state) != tt.nodes {
@@ -317,7 +304,7 @@ func testLifecycle(t *testing.T, c *clientv3.Client) {
 
 			// What the Ops said is what etcd holds, and what Stats counts.
 			inEtcd := map[string]commonpb.NodeState{}
-			for id, value := range read(t, c, prefix) {
+			for id, value := range etcdtest.Get(t, c, prefix) {
 				n, err := decode(sim.JSON, value)
 				if err != nil {
 					t.Fatalf("%s: %v", id, err)
@@ -354,7 +341,7 @@ func testStepRetry(t *testing.T, c *clientv3.Client) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("changes around failed steps (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(read(t, c, "/want/"), read(t, c, "/got/")); diff != "" {
+	if diff := cmp.Diff(etcdtest.Get(t, c, "/want/"), etcdtest.Get(t, c, "/got/")); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }

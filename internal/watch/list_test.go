@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // paged is a Lister: it hands its pages over in order, then returns rev
@@ -157,7 +158,7 @@ func TestListStops(t *testing.T) {
 	})
 	t.Run("--until needs the view: no paging", func(t *testing.T) {
 		src := &paged{pages: [][]nodeset.Change{{put("a", 1)}}}
-		res, err := runFor(t, context.Background(), src, &bytes.Buffer{}, Options{Once: true, Until: compile(t, "--until", "true"), Timeout: quiet})
+		res, err := runFor(t, context.Background(), src, &bytes.Buffer{}, Options{Once: true, Until: compile(t, "--until", "true"), Timeout: testkit.Quiet})
 		if err == nil || res.Stop != Failed || !strings.Contains(err.Error(), "must use List") {
 			t.Fatalf("Run = %+v, %v; want Run called (and failing)", res, err)
 		}

@@ -17,13 +17,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
-)
-
-// Test timeouts: how long to wait for what should happen, and how long to
-// watch for what must not.
-const (
-	timeout = 10 * time.Second
-	quiet   = 100 * time.Millisecond
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // recorded is a source that puts recorded batches, then waits for the end
@@ -123,8 +117,8 @@ func runFor(t *testing.T, ctx context.Context, src Source, w io.Writer, o Option
 	select {
 	case e := <-done:
 		return e.res, e.err
-	case <-time.After(timeout):
-		t.Fatalf("Run did not end within %v", timeout)
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("Run did not end within %v", testkit.Timeout)
 	}
 	return Result{}, nil
 }
@@ -146,8 +140,8 @@ func cancelWhen(t *testing.T, src Source, w io.Writer, o Options, ready func()) 
 	select {
 	case res := <-done:
 		return res
-	case <-time.After(timeout):
-		t.Fatalf("Run did not end within %v of its context's end", timeout)
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("Run did not end within %v of its context's end", testkit.Timeout)
 	}
 	return Result{}
 }
@@ -159,11 +153,11 @@ func cancelWhen(t *testing.T, src Source, w io.Writer, o Options, ready func()) 
 // nothing about what the test checks. The test fails if no attempt counts.
 func growing(t *testing.T, try func(d time.Duration) (counts bool)) {
 	t.Helper()
-	for d := 50 * time.Millisecond; ; d = min(10*d, timeout) {
+	for d := 50 * time.Millisecond; ; d = min(10*d, testkit.Timeout) {
 		if try(d) {
 			return
 		}
-		if d == timeout {
+		if d == testkit.Timeout {
 			t.Fatalf("no attempt counted, the last one with a Timeout of %v", d)
 		}
 		t.Logf("a Timeout of %v passed too early on this machine; trying a longer one", d)
@@ -327,7 +321,7 @@ func TestStops(t *testing.T) {
 			if res.Stop != OutputClosed {
 				t.Fatalf("Stop = %v, want output closed", res.Stop)
 			}
-		case <-time.After(timeout):
+		case <-time.After(testkit.Timeout):
 			t.Fatal("Run did not end on hangup")
 		}
 	})
@@ -367,7 +361,7 @@ func TestRaces(t *testing.T) {
 		growing(t, func(d time.Duration) bool {
 			src := &recorded{batches: []nodeset.Batch{initial(put("a", 1), put("b", 2))}, ended: make(chan struct{})}
 			w := &blocked{release: src.ended, ended: src.ended}
-			res, err := runFor(t, context.Background(), src, w, Options{Count: 2, Timeout: d, WriteGrace: timeout})
+			res, err := runFor(t, context.Background(), src, w, Options{Count: 2, Timeout: d, WriteGrace: testkit.Timeout})
 			if !w.early.Load() {
 				return false // the timeout passed before the goal was met
 			}
@@ -414,7 +408,7 @@ func TestRaces(t *testing.T) {
 		// Some 10 ms an object: 20 s for the listing, unless cancelled.
 		o := Options{Filter: compile(t, "--filter", "[range(200000)] | length > 0")}
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(quiet, cancel)
+		time.AfterFunc(testkit.Quiet, cancel)
 		start := time.Now()
 		res, err := runFor(t, ctx, &recorded{batches: []nodeset.Batch{initial(big...)}}, io.Discard, o)
 		if err != nil || res.Stop != Interrupted {
@@ -449,7 +443,7 @@ func (l *lines) Write(p []byte) (int, error) {
 // await waits for a line containing s.
 func (l *lines) await(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.After(testkit.Timeout)
 	for {
 		select {
 		case line := <-l.seen:
@@ -457,7 +451,7 @@ func (l *lines) await(t *testing.T, s string) {
 				return
 			}
 		case <-deadline:
-			t.Fatalf("no line with %q within %v", s, timeout)
+			t.Fatalf("no line with %q within %v", s, testkit.Timeout)
 		}
 	}
 }
@@ -502,7 +496,7 @@ func (b *blocked) await(t *testing.T) {
 	t.Helper()
 	select {
 	case <-b.started:
-	case <-time.After(timeout):
-		t.Fatalf("no write within %v", timeout)
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("no write within %v", testkit.Timeout)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -73,7 +74,7 @@ func testClient(lg *curatortest.Logs, addrs ...string) *Client {
 	return &Client{
 		Endpoints:   addrs,
 		Logf:        lg.Logf,
-		DialTimeout: timeout,
+		DialTimeout: testkit.Timeout,
 		MaxBackoff:  200 * time.Millisecond,
 		Settle:      time.Second,
 	}
@@ -82,45 +83,33 @@ func testClient(lg *curatortest.Logs, addrs ...string) *Client {
 // deadAddr returns a loopback address nobody listens on.
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
+	l := testkit.Listen(t)
 	l.Close()
-	return addr
+	return l.Addr().String()
 }
 
 // silentAddr returns a loopback address that accepts TCP connections (in
 // the kernel's backlog) but never speaks.
 func silentAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l.Addr().String()
+	return testkit.Listen(t).Addr().String()
 }
 
 // TestClientNodes: the backlog becomes one initial batch, each later
 // event one change batch, tombstones deletes.
 func TestClientNodes(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
 	n1, n2, n3 := curatortest.Node("n1", up, "a"), curatortest.Node("n2", fresh, ""), curatortest.Node("n3", up, "c")
-	st.Put(n2, n1)
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	r := startClient(t, testClient(lg, g.Addr))
+	s := serveNodes(t, n2, n1)
+	r := startClient(t, s.client())
 	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1), upsert(t, n2)), r.next())
 
-	st.Put(n3)
+	s.st.Put(n3)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n3)), r.next())
 	n2 = curatortest.Node("n2", up, "b")
-	st.Put(n2)
+	s.st.Put(n2)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n2)), r.next())
-	st.Del("n1") // an event with a tombstone only
+	s.st.Del("n1") // an event with a tombstone only
 	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
@@ -129,18 +118,17 @@ func TestClientNodes(t *testing.T) {
 // it is one batch.
 func TestClientBacklogInSeveralEvents(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
+	var nodes []*apipb.Node
 	var want []nodeset.Change
 	// 300 KB a node: the 10 nodes take two events of at most 2 MiB.
 	pad := strings.Repeat("x", 300<<10)
 	for i := range 10 {
 		n := curatortest.Node("n"+strconv.Itoa(i), up, "192.0.2."+strconv.Itoa(i))
 		n.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "pad", Value: pad}}}
-		st.Put(n)
+		nodes = append(nodes, n)
 		want = append(want, upsert(t, n))
 	}
-	_, g := serveStore(t, st, curatortest.NewLogs(t))
-	r := startClient(t, testClient(curatortest.NewLogs(t), g.Addr))
+	r := startClient(t, serveNodes(t, nodes...).client())
 	diffBatch(t, batch(nodeset.CauseInitial, want...), r.next())
 	r.none()
 }
@@ -150,24 +138,21 @@ func TestClientBacklogInSeveralEvents(t *testing.T) {
 // into exactly the differences.
 func TestClientReconnectResync(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
 	a, b, c := curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", fresh, "")
-	st.Put(a, b, c)
-	lg := curatortest.NewLogs(t)
-	_, g1 := serveStore(t, st, lg)
-	r := startClient(t, testClient(lg, g1.Addr))
+	s := serveNodes(t, a, b, c)
+	r := startClient(t, s.client())
 	f := nodeset.NewFollower(nil, nil)
 	if evs := apply(t, f, r.next()); len(evs) != 4 {
 		t.Fatalf("initial events %+v, want 3 new and batch_done", evs)
 	}
 
-	g1.Stop()
-	lg.WaitFor(g1.Addr, "reconnecting")
-	st.Del("b")
+	s.g.Stop()
+	s.lg.WaitFor(s.g.Addr, "reconnecting")
+	s.st.Del("b")
 	c2, d := curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")
-	st.Put(c2, d)
+	s.st.Put(c2, d)
 	// A new server (which lists etcd afresh) on the same address.
-	serveReady(t, g1.Addr, server.Config{Etcd: st.Etcd, Logf: lg.Logf})
+	serveReady(t, s.g.Addr, server.Config{Etcd: s.st.Etcd, Logf: s.lg.Logf})
 
 	got := r.next()
 	if got.Cause != nodeset.CauseResync {
@@ -189,12 +174,10 @@ func TestClientReconnectResync(t *testing.T) {
 // one in use goes down, the client moves to the next.
 func TestClientEndpoints(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
 	n1 := curatortest.Node("n1", up, "a")
-	st.Put(n1)
-	lg := curatortest.NewLogs(t)
-	_, gA := serveStore(t, st, lg)
-	_, gB := serveStore(t, st, lg)
+	s := serveNodes(t, n1)
+	lg, gA := s.lg, s.g
+	_, gB := serveStore(t, s.st, lg)
 
 	t.Run("endpoint in use goes down", func(t *testing.T) {
 		r := startClient(t, testClient(lg, gA.Addr, gB.Addr))
@@ -219,11 +202,9 @@ func TestClientEndpoints(t *testing.T) {
 // the leader; the client watches there.
 func TestClientFollowsLeader(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
 	n1 := curatortest.Node("n1", up, "a")
-	st.Put(n1)
-	lg := curatortest.NewLogs(t)
-	_, leader := serveStore(t, st, lg)
+	s := serveNodes(t, n1)
+	lg, leader := s.lg, s.g
 	host, port, err := net.SplitHostPort(leader.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -280,10 +261,7 @@ func TestClientUnavailable(t *testing.T) {
 // its status, at once.
 func TestClientRefused(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.Addr)
+	c := serveNodes(t).client()
 	c.NodeID = "a/b"
 	err := startClient(t, c).wait()
 	if status.Code(err) != codes.InvalidArgument || errors.Is(err, ErrUnavailable) {
@@ -295,20 +273,18 @@ func TestClientRefused(t *testing.T) {
 // TestClientRunEndsWithContext: Run returns ctx.Err(), connected or not.
 func TestClientRunEndsWithContext(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	for _, ep := range []string{g.Addr, silentAddr(t)} {
+	s := serveNodes(t)
+	for _, ep := range []string{s.g.Addr, silentAddr(t)} {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- testClient(lg, ep).Run(ctx, handoff.New(0)) }()
+		go func() { done <- testClient(s.lg, ep).Run(ctx, handoff.New(0)) }()
 		cancel()
 		select {
 		case err := <-done:
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Run at %s = %v, want context.Canceled", ep, err)
 			}
-		case <-time.After(timeout):
+		case <-time.After(testkit.Timeout):
 			t.Fatalf("Run at %s did not return after cancel", ep)
 		}
 	}
@@ -318,24 +294,21 @@ func TestClientRunEndsWithContext(t *testing.T) {
 // then its states, then its deletion.
 func TestClientNode(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
-	st.Put(curatortest.Node("other", up, "x"))
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.Addr)
+	s := serveNodes(t, curatortest.Node("other", up, "x"))
+	c := s.client()
 	c.NodeID = "n1"
 	r := startClient(t, c)
 	diffBatch(t, batch(nodeset.CauseInitial), r.next())
 
 	n1 := curatortest.Node("n1", fresh, "")
-	st.Put(n1)
+	s.st.Put(n1)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
 	n1 = curatortest.Node("n1", up, "a")
-	st.Put(n1)
+	s.st.Put(n1)
 	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
-	st.Put(curatortest.Node("other", fresh, "x"))
+	s.st.Put(curatortest.Node("other", fresh, "x"))
 	r.none()
-	st.Del("n1")
+	s.st.Del("n1")
 	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
@@ -345,12 +318,10 @@ func TestClientNode(t *testing.T) {
 // the follower prints the update and the deletion.
 func TestClientNodeResync(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
 	n1 := curatortest.Node("n1", fresh, "")
-	st.Put(n1)
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.Addr)
+	s := serveNodes(t, n1)
+	g := s.g
+	c := s.client()
 	c.NodeID = "n1"
 	r := startClient(t, c)
 	f := nodeset.NewFollower(nil, nil)
@@ -358,7 +329,7 @@ func TestClientNodeResync(t *testing.T) {
 	// same address, once it holds the records: the client must not
 	// settle for "no node" while it lists.
 	restart := func() *curatortest.GRPCServer {
-		_, g := serveReady(t, g.Addr, server.Config{Etcd: st.Etcd, Logf: lg.Logf})
+		_, g := serveReady(t, g.Addr, server.Config{Etcd: s.st.Etcd, Logf: s.lg.Logf})
 		return g
 	}
 	b := r.next()
@@ -366,9 +337,9 @@ func TestClientNodeResync(t *testing.T) {
 	apply(t, f, b)
 
 	g.Stop()
-	lg.WaitFor(g.Addr, "reconnecting")
+	s.lg.WaitFor(g.Addr, "reconnecting")
 	n1b := curatortest.Node("n1", up, "a")
-	st.Put(n1b)
+	s.st.Put(n1b)
 	g = restart()
 	b = r.next()
 	diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1b)), b)
@@ -381,7 +352,7 @@ func TestClientNodeResync(t *testing.T) {
 	}
 
 	g.Stop()
-	st.Del("n1")
+	s.st.Del("n1")
 	restart()
 	b = r.next()
 	diffBatch(t, batch(nodeset.CauseResync), b)

@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 const (
-	timeout = curatortest.Timeout
-	quiet   = curatortest.Quiet
-	up      = commonpb.NodeState_NODE_STATE_UP
-	fresh   = commonpb.NodeState_NODE_STATE_NEW
+	up    = commonpb.NodeState_NODE_STATE_UP
+	fresh = commonpb.NodeState_NODE_STATE_NEW
 )
 
 // startServer runs a Curator server for cfg until the test ends.
@@ -28,6 +28,28 @@ func startServer(t *testing.T, cfg server.Config) *server.Server {
 	curatortest.Start(t, s)
 	return s
 }
+
+// served is what most tests here start with: a store holding some nodes,
+// a log, and a server for the store on loopback.
+type served struct {
+	st  *curatortest.Store
+	lg  *curatortest.Logs
+	srv *server.Server
+	g   *curatortest.GRPCServer
+}
+
+// serveNodes puts nodes in a new store and serves it (see serveStore).
+func serveNodes(t *testing.T, nodes ...*apipb.Node) *served {
+	t.Helper()
+	s := &served{st: curatortest.NewStore(t), lg: curatortest.NewLogs(t)}
+	s.st.Put(nodes...)
+	s.srv, s.g = serveStore(t, s.st, s.lg)
+	return s
+}
+
+// client returns a test client (see testClient) of s's log, for s's
+// server.
+func (s *served) client() *Client { return testClient(s.lg, s.g.Addr) }
 
 // serveStore serves st's records over gRPC on loopback, once the server
 // holds them.
@@ -76,7 +98,7 @@ func startClient(t *testing.T, c *Client) *running {
 // next returns the next batch, changes in id order.
 func (r *running) next() nodeset.Batch {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	b, err := r.mb.Next(ctx)
 	if err != nil {
@@ -89,7 +111,7 @@ func (r *running) next() nodeset.Batch {
 // none makes sure no batch arrives for a while.
 func (r *running) none() {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), quiet)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Quiet)
 	defer cancel()
 	if b, err := r.mb.Next(ctx); err == nil {
 		r.t.Fatalf("unexpected batch %+v", b)
@@ -102,8 +124,8 @@ func (r *running) wait() error {
 	select {
 	case <-r.done:
 		return r.err
-	case <-time.After(timeout):
-		r.t.Fatalf("Run did not return within %v", timeout)
+	case <-time.After(testkit.Timeout):
+		r.t.Fatalf("Run did not return within %v", testkit.Timeout)
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
-	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
 // recorder is a Sink that keeps the batches put into it.
@@ -42,7 +41,7 @@ func TestMergerModel(t *testing.T) {
 		nodes := map[string]string{}                  // the model: the Watch stream's nodes
 		var polled map[string]health                  // the last poll; nil before the first
 		sinces := map[string]map[time.Duration]bool{} // every time_since_heartbeat polled, per id
-		view := map[string]*jsondoc.Doc{}             // what a reader of out sees
+		view := nodeset.NewFollower(nil, nil)         // what a reader of out sees
 		read := 0                                     // batches of out applied to view
 
 		ids := []string{"a", "b", "c", "d", "e"}
@@ -97,7 +96,7 @@ func TestMergerModel(t *testing.T) {
 				m.health(polled)
 				changed := false
 				for id := range nodes {
-					if v, ok := view[id]; ok && healthOf(t, v) != want(polled, id).String() {
+					if v, ok := view.Set().Get(id); ok && healthOf(t, v.(*jsondoc.Doc)) != want(polled, id).String() {
 						changed = true
 					}
 				}
@@ -106,16 +105,8 @@ func TestMergerModel(t *testing.T) {
 				}
 			}
 			for ; read < len(out.batches); read++ {
-				b := out.batches[read]
-				if b.Full() {
-					clear(view)
-				}
-				for _, c := range b.Changes {
-					if c.Deleted {
-						delete(view, c.ID)
-					} else {
-						view[c.ID] = c.Object.(*jsondoc.Doc)
-					}
+				if err := view.Apply(out.batches[read], func(nodeset.Event) error { return nil }); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if polled == nil {
@@ -124,14 +115,15 @@ func TestMergerModel(t *testing.T) {
 				}
 				continue
 			}
-			if len(view) != len(nodes) {
-				t.Fatalf("seed %d step %d (%s): view has %d nodes, the stream %d: %v", seed, step, desc, len(view), len(nodes), view)
+			if n := view.Set().Len(); n != len(nodes) {
+				t.Fatalf("seed %d step %d (%s): view has %d nodes, the stream %d", seed, step, desc, n, len(nodes))
 			}
 			for id, raw := range nodes {
-				v, ok := view[id]
+				obj, ok := view.Set().Get(id)
 				if !ok {
 					t.Fatalf("seed %d step %d (%s): %s missing from the view", seed, step, desc, id)
 				}
+				v := obj.(*jsondoc.Doc)
 				var got map[string]any
 				if err := json.Unmarshal(v.JSON(), &got); err != nil {
 					t.Fatalf("seed %d: %s: %v", seed, v.JSON(), err)
@@ -193,10 +185,7 @@ func TestWithHealth(t *testing.T) {
 // the poller, which never stopped).
 func TestRunWithHealthRefused(t *testing.T) {
 	t.Parallel()
-	st := curatortest.NewStore(t)
-	lg := curatortest.NewLogs(t)
-	_, g := serveStore(t, st, lg)
-	c := testClient(lg, g.Addr)
+	c := serveNodes(t).client()
 	c.NodeID = "a/b" // InvalidArgument
 	c.HealthInterval = 50 * time.Millisecond
 	if err := startClient(t, c).wait(); status.Code(err) != codes.InvalidArgument {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -18,10 +19,9 @@ import (
 // restarting server's port would refuse it. Its methods are safe for
 // concurrent use.
 type attemptLog struct {
-	l       net.Listener
-	target  string
-	wg      sync.WaitGroup // the accept loop and every forwarded connection
-	changed chan struct{}  // signalled (never closed) after every accept
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup // the accept loop and every forwarded connection
 
 	mu       sync.Mutex // guards the fields below
 	accepted []time.Time
@@ -31,11 +31,8 @@ type attemptLog struct {
 // newAttemptLog starts an attemptLog to target, closed when the test ends.
 func newAttemptLog(t *testing.T, target string) *attemptLog {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &attemptLog{l: l, target: target, changed: make(chan struct{}, 1), conns: map[net.Conn]struct{}{}}
+	l := testkit.Listen(t)
+	a := &attemptLog{l: l, target: target, conns: map[net.Conn]struct{}{}}
 	a.wg.Go(a.accept)
 	t.Cleanup(func() {
 		l.Close()
@@ -61,10 +58,6 @@ func (a *attemptLog) accept() {
 		a.accepted = append(a.accepted, time.Now())
 		a.conns[in] = struct{}{}
 		a.mu.Unlock()
-		select {
-		case a.changed <- struct{}{}:
-		default:
-		}
 		a.wg.Go(func() { a.forward(in) })
 	}
 }
@@ -76,7 +69,7 @@ func (a *attemptLog) forward(in net.Conn) {
 		a.mu.Unlock()
 		in.Close()
 	}()
-	out, err := net.DialTimeout("tcp", a.target, timeout)
+	out, err := net.DialTimeout("tcp", a.target, testkit.Timeout)
 	if err != nil {
 		return
 	}
@@ -103,18 +96,14 @@ func (a *attemptLog) forward(in net.Conn) {
 // returns their times.
 func (a *attemptLog) waitFor(t *testing.T, n int, t0 time.Time) []time.Time {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		if at := a.since(t0); len(at) >= n {
-			return at[:n]
+	var at []time.Time
+	testkit.Eventually(t, func() error {
+		if at = a.since(t0); len(at) < n {
+			return fmt.Errorf("%d attempts, want %d", len(at), n)
 		}
-		select {
-		case <-a.changed:
-		case <-deadline.C:
-			t.Fatalf("%d attempts within %v, want %d", len(a.since(t0)), timeout, n)
-		}
-	}
+		return nil
+	})
+	return at[:n]
 }
 
 // since returns the times of the attempts accepted at or after t0.
@@ -144,11 +133,9 @@ func TestReconnectJitter(t *testing.T) {
 		lockstep  = 10 * time.Millisecond // two attempts this close are in step
 		maxInStep = 8                     // of n: fewer are in step with jitter, all of them without
 	)
-	st := curatortest.NewStore(t)
 	n1 := curatortest.Node("n1", up, "a")
-	st.Put(n1)
-	lg := curatortest.NewLogs(t)
-	srv, g := serveStore(t, st, lg)
+	s := serveNodes(t, n1)
+	lg, srv, g := s.lg, s.srv, s.g
 
 	logs := []*attemptLog{newAttemptLog(t, g.Addr), newAttemptLog(t, g.Addr)}
 	var clients []*running

@@ -94,113 +94,100 @@ const last = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
 func TestClientMisbehavingServer(t *testing.T) {
 	t.Parallel()
 	n := func(id string) nodeset.Change { return upsert(t, curatortest.Node(id, up, "addr-"+id)) }
-	for _, tc := range []struct {
+	type misbehaviour struct {
 		name    string
 		nodeID  string // "" for nodes_in_cluster
 		streams [][]*apipb.WatchEvent
 		want    []nodeset.Batch
 		log     string // a line saying this is logged
 		opts    []grpc.DialOption
-	}{{
-		name: "ends the stream abruptly",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a", "b"), nodesEv(last), nodesEv(0, "a"), nil),
-			events(nodesEv(last, "a")),
+	}
+	// breaks is a misbehaviour where the first stream sends node a, then
+	// bad, which the client cannot take: it watches again, and the next
+	// stream sends node a again. For nodes_in_cluster (bad ends the
+	// backlog) that is the initial state; for node_in_cluster a, a
+	// resync after the initial state.
+	breaks := func(name, nodeID string, bad *apipb.WatchEvent, log string, opts ...grpc.DialOption) misbehaviour {
+		m := misbehaviour{name: name, nodeID: nodeID, log: log, opts: opts}
+		if nodeID == "" {
+			m.streams = [][]*apipb.WatchEvent{events(nodesEv(0, "a"), bad), events(nodesEv(last, "a"))}
+			m.want = []nodeset.Batch{batch(nodeset.CauseInitial, n("a"))}
+		} else {
+			m.streams = [][]*apipb.WatchEvent{events(nodesEv(0, "a"), bad), events(nodesEv(0, "a"))}
+			m.want = []nodeset.Batch{batch(nodeset.CauseInitial, n("a")), batch(nodeset.CauseResync, n("a"))}
+		}
+		return m
+	}
+	small := grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1024))
+	for _, tc := range []misbehaviour{
+		{
+			name: "ends the stream abruptly",
+			streams: [][]*apipb.WatchEvent{
+				events(nodesEv(0, "a", "b"), nodesEv(last), nodesEv(0, "a"), nil),
+				events(nodesEv(last, "a")),
+			},
+			want: []nodeset.Batch{
+				batch(nodeset.CauseInitial, n("a"), n("b")),
+				batch(nodeset.CauseChange, n("a")),
+				batch(nodeset.CauseResync, n("a")),
+			},
+			log: "the server goes away; reconnecting",
 		},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a"), n("b")),
-			batch(nodeset.CauseChange, n("a")),
-			batch(nodeset.CauseResync, n("a")),
+		{
+			name:    "a second PROGRESS_LAST_BACKLOGGED",
+			streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a"), nodesEv(last, "b"), tombstoneEv("a"))},
+			want: []nodeset.Batch{
+				batch(nodeset.CauseInitial, n("a")),
+				batch(nodeset.CauseChange, n("b")),
+				batch(nodeset.CauseChange, deletion("a")),
+			},
+			log: "a second PROGRESS_LAST_BACKLOGGED",
 		},
-		log: "the server goes away; reconnecting",
-	}, {
-		name:    "a second PROGRESS_LAST_BACKLOGGED",
-		streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a"), nodesEv(last, "b"), tombstoneEv("a"))},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseChange, n("b")),
-			batch(nodeset.CauseChange, deletion("a")),
+		{
+			name:    "tombstones in the backlog",
+			streams: [][]*apipb.WatchEvent{events(nodesEv(0, "a", "b"), tombstoneEv("b", "z"), nodesEv(last, "c"))},
+			want:    []nodeset.Batch{batch(nodeset.CauseInitial, n("a"), n("c"))},
+			log:     "tombstones in the backlog",
 		},
-		log: "a second PROGRESS_LAST_BACKLOGGED",
-	}, {
-		name:    "tombstones in the backlog",
-		streams: [][]*apipb.WatchEvent{events(nodesEv(0, "a", "b"), tombstoneEv("b", "z"), nodesEv(last, "c"))},
-		want:    []nodeset.Batch{batch(nodeset.CauseInitial, n("a"), n("c"))},
-		log:     "tombstones in the backlog",
-	}, {
-		name:    "a node with an empty id",
-		streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a", ""), nodesEv(0, ""), nodesEv(0, "b"))},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseChange, n("b")),
+		{
+			name:    "a node with an empty id",
+			streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a", ""), nodesEv(0, ""), nodesEv(0, "b"))},
+			want: []nodeset.Batch{
+				batch(nodeset.CauseInitial, n("a")),
+				batch(nodeset.CauseChange, n("b")),
+			},
+			log: "skipping a node without id",
 		},
-		log: "skipping a node without id",
-	}, {
-		name: "an id that is not valid UTF-8",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), rawEv("b\xff", 0, last)),
-			events(nodesEv(last, "a")),
+		breaks("an id that is not valid UTF-8", "", rawEv("b\xff", 0, last), "invalid UTF-8"),
+		breaks("an oversized message", "", rawEv("big", 4096, last), "larger than max", small),
+		{
+			name:   "node: another node, an empty id, a tombstone for another node",
+			nodeID: "a",
+			streams: [][]*apipb.WatchEvent{
+				events(nodesEv(0, "a"), nodesEv(0, "b"), nodesEv(0, ""), tombstoneEv("b"), tombstoneEv("a")),
+			},
+			want: []nodeset.Batch{
+				batch(nodeset.CauseInitial, n("a")),
+				batch(nodeset.CauseChange, deletion("a")),
+			},
+			log: `skipping node "b": watching "a"`,
 		},
-		want: []nodeset.Batch{batch(nodeset.CauseInitial, n("a"))},
-		log:  "invalid UTF-8",
-	}, {
-		name: "an oversized message",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), rawEv("big", 4096, last)),
-			events(nodesEv(last, "a")),
+		breaks("node: an id that is not valid UTF-8", "a", rawEv("a\xff", 0, 0), "invalid UTF-8"),
+		breaks("node: an oversized message", "a", rawEv("a", 4096, 0), "larger than max", small),
+		{
+			name:   "node: ends the stream abruptly",
+			nodeID: "a",
+			streams: [][]*apipb.WatchEvent{
+				events(nodesEv(0, "a"), nil),
+				events(),
+			},
+			want: []nodeset.Batch{
+				batch(nodeset.CauseInitial, n("a")),
+				batch(nodeset.CauseResync),
+			},
+			log: "the server goes away; reconnecting",
 		},
-		want: []nodeset.Batch{batch(nodeset.CauseInitial, n("a"))},
-		log:  "larger than max",
-		opts: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1024))},
-	}, {
-		name:   "node: another node, an empty id, a tombstone for another node",
-		nodeID: "a",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), nodesEv(0, "b"), nodesEv(0, ""), tombstoneEv("b"), tombstoneEv("a")),
-		},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseChange, deletion("a")),
-		},
-		log: `skipping node "b": watching "a"`,
-	}, {
-		name:   "node: an id that is not valid UTF-8",
-		nodeID: "a",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), rawEv("a\xff", 0, 0)),
-			events(nodesEv(0, "a")),
-		},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseResync, n("a")),
-		},
-		log: "invalid UTF-8",
-	}, {
-		name:   "node: an oversized message",
-		nodeID: "a",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), rawEv("a", 4096, 0)),
-			events(nodesEv(0, "a")),
-		},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseResync, n("a")),
-		},
-		log:  "larger than max",
-		opts: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1024))},
-	}, {
-		name:   "node: ends the stream abruptly",
-		nodeID: "a",
-		streams: [][]*apipb.WatchEvent{
-			events(nodesEv(0, "a"), nil),
-			events(),
-		},
-		want: []nodeset.Batch{
-			batch(nodeset.CauseInitial, n("a")),
-			batch(nodeset.CauseResync),
-		},
-		log: "the server goes away; reconnecting",
-	}} {
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := curatortest.ServeGRPC(t, "", &scripted{streams: tc.streams})

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -23,10 +24,7 @@ import (
 func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 	t.Helper()
 	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: curatortest.NewLogs(t).Logf})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, l, lim.ServerOptions()...) }()
@@ -44,7 +42,7 @@ func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 // with before the end of its backlog.
 func openWatch(t *testing.T, conn *grpc.ClientConn) (apipb.Curator_WatchClient, context.CancelFunc, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), curatortest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	t.Cleanup(cancel)
 	w, err := apipb.NewCuratorClient(conn).Watch(ctx, curatortest.NodesReq())
 	for err == nil {
@@ -93,23 +91,13 @@ func TestLimitsMaxStreams(t *testing.T) {
 	// shortly after the client cancelled it: until then, a new stream is
 	// refused as above.
 	end1()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(curatortest.Timeout)
-	for {
+	testkit.Eventually(t, func() error {
 		_, _, err := openWatch(t, c1)
-		if err == nil {
-			break
-		}
-		if status.Code(err) != codes.ResourceExhausted {
+		if err != nil && status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("stream after one closed: %v", err)
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("no stream accepted within %v of one closing: %v", curatortest.Timeout, err)
-		}
-	}
+		return err
+	})
 }
 
 // TestLimitsMaxStreamsPerConn: a gRPC client queues a stream past
@@ -135,7 +123,7 @@ func TestLimitsMaxStreamsPerConn(t *testing.T) {
 	select {
 	case err := <-queued:
 		t.Fatalf("second stream on the connection did not wait: %v", err)
-	case <-time.After(curatortest.Quiet):
+	case <-time.After(testkit.Quiet):
 	}
 	if _, _, err := openWatch(t, curatortest.Dial(t, addr)); err != nil {
 		t.Fatalf("stream on another connection: %v", err)
@@ -146,8 +134,8 @@ func TestLimitsMaxStreamsPerConn(t *testing.T) {
 		if err != nil {
 			t.Fatalf("queued stream: %v", err)
 		}
-	case <-time.After(curatortest.Timeout):
-		t.Fatalf("queued stream not served within %v of the first ending", curatortest.Timeout)
+	case <-time.After(testkit.Timeout):
+		t.Fatalf("queued stream not served within %v of the first ending", testkit.Timeout)
 	}
 
 	h := dialH2(t, addr)
@@ -200,7 +188,7 @@ func TestLimitsKeepalive(t *testing.T) {
 			if f.typ == http2.FrameGoAway {
 				t.Fatalf("disconnected: %+v", f)
 			}
-		case <-time.After(curatortest.Quiet):
+		case <-time.After(testkit.Quiet):
 		}
 	})
 	t.Run("back to back", func(t *testing.T) {
@@ -292,7 +280,7 @@ func dialH2(t *testing.T, addr string) *h2 {
 // next returns the next frame that want accepts, or eof.
 func (h *h2) next(want func(frame) bool) frame {
 	h.t.Helper()
-	deadline := time.After(curatortest.Timeout)
+	deadline := time.After(testkit.Timeout)
 	for {
 		select {
 		case f := <-h.frames:
@@ -300,7 +288,7 @@ func (h *h2) next(want func(frame) bool) frame {
 				return f
 			}
 		case <-deadline:
-			h.t.Fatalf("no such frame within %v", curatortest.Timeout)
+			h.t.Fatalf("no such frame within %v", testkit.Timeout)
 		}
 	}
 }

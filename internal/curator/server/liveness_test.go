@@ -14,8 +14,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
-	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
 )
 
@@ -32,7 +32,7 @@ func serveBehind(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*ne
 	}
 	t.Cleanup(fwd.Close)
 	conns := dial.NewConns()
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	c, err := etcdkv.Connect(ctx, etcdkv.Config{Endpoints: []string{"http://" + fwd.Addr()}, Keepalive: fastKeepalive, Conns: conns}, st.Prefix, true)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestServerStaleEndsStreams(t *testing.T) {
 	if err := curatortest.Watch(t, conn, curatortest.NodesReq()).End(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("a new Watch while stale: %v, want Unavailable", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	nodes, err := mgmtpb.NewManagementClient(conn).GetNodes(ctx, &mgmtpb.GetNodesRequest{})
 	if err == nil {
@@ -109,7 +109,7 @@ func TestServerHealth(t *testing.T) {
 // waitHealth waits until hc reports want for svc.
 func waitHealth(t *testing.T, hc healthpb.HealthClient, svc string, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: svc})
 	if err != nil {
@@ -118,7 +118,7 @@ func waitHealth(t *testing.T, hc healthpb.HealthClient, svc string, want healthp
 	for {
 		resp, err := w.Recv()
 		if err != nil {
-			t.Fatalf("health of %q: no %v within %v (%v)", svc, want, etcdtest.Timeout, err)
+			t.Fatalf("health of %q: no %v within %v (%v)", svc, want, testkit.Timeout, err)
 		}
 		if resp.GetStatus() == want {
 			return

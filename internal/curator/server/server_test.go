@@ -20,6 +20,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
@@ -286,7 +287,7 @@ func TestServerSharedWatch(t *testing.T) {
 	st := curatortest.NewStore(t)
 	st.Put(curatortest.Node("n1", up, "a"))
 	var cw watchStreams
-	ec, err := clientv3.New(clientv3.Config{Endpoints: []string{st.URL}, DialTimeout: etcdtest.Timeout, Logger: zap.NewNop(),
+	ec, err := clientv3.New(clientv3.Config{Endpoints: []string{st.URL}, DialTimeout: testkit.Timeout, Logger: zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(cw.intercept)}})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +331,7 @@ func TestServerEtcdResync(t *testing.T) {
 	st.Put(curatortest.Node("c", fresh, "3"))
 	st.Put(curatortest.Node("d", up, "4"))
 	rev := etcdtest.Put(t, st.Etcd, "/other", "x")
-	ctx, cancel := context.WithTimeout(context.Background(), curatortest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
 	if _, err := st.Etcd.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
@@ -364,7 +365,7 @@ func TestServerGetCurrentLeader(t *testing.T) {
 	select {
 	case err := <-ended:
 		t.Fatalf("GetCurrentLeader ended: %v", err)
-	case <-time.After(curatortest.Quiet):
+	case <-time.After(testkit.Quiet):
 	}
 	cancel()
 	select {
@@ -372,7 +373,7 @@ func TestServerGetCurrentLeader(t *testing.T) {
 		if status.Code(err) != codes.Canceled {
 			t.Errorf("after cancel: %v, want Canceled", err)
 		}
-	case <-time.After(curatortest.Timeout):
+	case <-time.After(testkit.Timeout):
 		t.Fatal("GetCurrentLeader did not end after cancel")
 	}
 }

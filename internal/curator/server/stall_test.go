@@ -17,6 +17,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -158,10 +159,10 @@ func TestServerStalledClient(t *testing.T) {
 	eagerEvents := eager.waitFor(want)
 
 	// Read on: the stalled client must catch up with etcd exactly. It
-	// fails once no event has come for curatortest.Timeout: a loaded
+	// fails once no event has come for testkit.Timeout: a loaded
 	// machine may be slow, a lost change never comes.
 	stalledEvents := 0
-	quiet := time.NewTimer(curatortest.Timeout)
+	quiet := time.NewTimer(testkit.Timeout)
 	defer quiet.Stop()
 	for got.diff(want) != "" {
 		select {
@@ -171,9 +172,9 @@ func TestServerStalledClient(t *testing.T) {
 			}
 			got.apply(ev)
 			stalledEvents++
-			quiet.Reset(curatortest.Timeout)
+			quiet.Reset(testkit.Timeout)
 		case <-quiet.C:
-			t.Fatalf("no event for %v after %d events, and the stalled client's view differs from etcd: %s", curatortest.Timeout, stalledEvents, got.diff(want))
+			t.Fatalf("no event for %v after %d events, and the stalled client's view differs from etcd: %s", testkit.Timeout, stalledEvents, got.diff(want))
 		}
 	}
 	if stalledEvents >= eagerEvents {
@@ -218,7 +219,7 @@ func txn(t *testing.T, st *curatortest.Store, nodes view, deletes []string) {
 	}
 	for len(ops) > 0 {
 		n := min(len(ops), 100) // etcd's default max-txn-ops is 128
-		ctx, cancel := context.WithTimeout(context.Background(), curatortest.Timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 		_, err := st.Etcd.Txn(ctx).Then(ops[:n]...).Commit()
 		cancel()
 		if err != nil {
@@ -279,10 +280,10 @@ func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 
 // waitFor waits until the view equals want and returns how many events
 // after the backlog it took. It fails once the view has not changed for
-// curatortest.Timeout.
+// testkit.Timeout.
 func (e *eagerView) waitFor(want view) int {
 	e.t.Helper()
-	quiet := time.NewTimer(curatortest.Timeout)
+	quiet := time.NewTimer(testkit.Timeout)
 	defer quiet.Stop()
 	for {
 		e.mu.Lock()
@@ -293,9 +294,9 @@ func (e *eagerView) waitFor(want view) int {
 		}
 		select {
 		case <-e.changed:
-			quiet.Reset(curatortest.Timeout)
+			quiet.Reset(testkit.Timeout)
 		case <-quiet.C:
-			e.t.Fatalf("the eager reader's view did not change for %v and differs: %s", curatortest.Timeout, d)
+			e.t.Fatalf("the eager reader's view did not change for %v and differs: %s", testkit.Timeout, d)
 		}
 	}
 }

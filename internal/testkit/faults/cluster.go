@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -18,11 +18,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // MemberEnv is the environment variable that makes a test binary an etcd
-// member: its TestMain, finding it set, calls RunMember with its value
-// instead of running tests.
+// member: its TestMain, calling MemberMain first, runs the member its value
+// describes instead of the tests.
 const MemberEnv = "NODEWATCH_FAULTS_MEMBER"
 
 // memberReady is the line a member prints on stdout once it serves.
@@ -31,11 +32,28 @@ const memberReady = "ready"
 // exitAddrInUse is a member's exit code when its addresses are taken.
 const exitAddrInUse = 98
 
-// RunMember runs the etcd member that cfg (an embedetcd.Config as JSON)
+// MemberMain makes the running test binary an etcd member when a Cluster
+// started it as one (MemberEnv is set): it runs the member until SIGTERM
+// or SIGINT, then exits. Otherwise it returns at once. The TestMain of a
+// package whose tests start a Cluster (or a fault run) calls it first.
+func MemberMain() {
+	cfg := os.Getenv(MemberEnv)
+	if cfg == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := runMember(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(memberExitCode(err))
+}
+
+// runMember runs the etcd member that cfg (an embedetcd.Config as JSON)
 // describes, prints "ready" on stdout once it serves clients, and blocks
-// until ctx ends (then closes it cleanly) or the process is killed. It is
-// what a member process does; see Cluster.
-func RunMember(ctx context.Context, cfg string, stdout io.Writer) error {
+// until ctx ends (then closes it cleanly) or the process is killed.
+func runMember(ctx context.Context, cfg string, stdout io.Writer) error {
 	var c embedetcd.Config
 	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
 		return fmt.Errorf("member config: %w", err)
@@ -53,10 +71,10 @@ func RunMember(ctx context.Context, cfg string, stdout io.Writer) error {
 	return nil
 }
 
-// MemberExitCode is the exit code for a member whose RunMember returned
+// memberExitCode is the exit code for a member whose runMember returned
 // err: 0 for nil, a code of its own when the addresses were taken (Cluster
 // then starts it again), 1 otherwise.
-func MemberExitCode(err error) int {
+func memberExitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
@@ -173,7 +191,7 @@ func (c *Cluster) spawn(i int) (*member, error) {
 	cmd := exec.Command(c.exe)
 	cmd.Env = append(os.Environ(), MemberEnv+"="+string(cfg))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = &tail{}
+	cmd.Stderr = newTail()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -204,11 +222,11 @@ func (c *Cluster) ready(i int, m *member) error {
 		if m.cmd.ProcessState.ExitCode() == exitAddrInUse {
 			return fmt.Errorf("member %d: %w", i, syscall.EADDRINUSE)
 		}
-		return fmt.Errorf("member %d ended: %s", i, m.cmd.Stderr.(*tail).String())
+		return fmt.Errorf("member %d ended: %s", i, m.cmd.Stderr.(*testkit.Buffer).String())
 	case <-time.After(2 * time.Minute):
 		m.cmd.Process.Kill()
 		<-m.done
-		return fmt.Errorf("member %d: not ready after 2 minutes: %s", i, m.cmd.Stderr.(*tail).String())
+		return fmt.Errorf("member %d: not ready after 2 minutes: %s", i, m.cmd.Stderr.(*testkit.Buffer).String())
 	}
 }
 
@@ -235,23 +253,22 @@ func (c *Cluster) Restart(i int) error {
 	if c.members[i] != nil {
 		return nil
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return testkit.Poll(context.Background(), time.Minute, func() (bool, error) {
 		m, err := c.spawn(i)
 		if err != nil {
-			return err
+			return true, err
 		}
 		err = c.ready(i, m)
 		if err == nil {
 			c.members[i] = m
-			return nil
+			return true, nil
 		}
-		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
-			return err
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return true, err
 		}
 		c.logf("member %d: addresses in use, starting it again", i)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, err
+	})
 }
 
 // Pause stops member i with SIGSTOP: its sockets stay open, it answers
@@ -302,25 +319,17 @@ func (c *Cluster) Heal() error {
 // running members' maintenance Status until one names itself, for up to
 // a minute.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	leader := -1
+	err := testkit.Poll(ctx, time.Minute, func() (bool, error) {
 		for i, ep := range c.Endpoints {
-			if m := c.members[i]; m == nil || m.paused {
-				continue
-			}
-			if c.isLeader(ctx, ep) {
-				return i, nil
+			if m := c.members[i]; m != nil && !m.paused && c.isLeader(ctx, ep) {
+				leader = i
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return 0, errors.New("no member says it leads after a minute")
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return false, errors.New("no member says it leads")
+	})
+	return leader, err
 }
 
 func (c *Cluster) isLeader(ctx context.Context, ep string) bool {
@@ -366,32 +375,14 @@ func (c *Cluster) Close() {
 // in its data dir; this holds what went wrong starting it).
 func (c *Cluster) MemberStderr(i int) string {
 	if m := c.members[i]; m != nil {
-		return m.cmd.Stderr.(*tail).String()
+		return m.cmd.Stderr.(*testkit.Buffer).String()
 	}
 	return ""
 }
 
-// tail keeps the last 16 KiB written to it; safe across goroutines.
-type tail struct {
-	mu sync.Mutex // guards b
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 16<<10; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
-}
+// newTail returns a buffer for a process's stderr that keeps its last
+// 16 KiB.
+func newTail() *testkit.Buffer { return &testkit.Buffer{Max: 16 << 10} }
 
 // HasLeader reports whether member i answers its maintenance Status and
 // knows a leader.

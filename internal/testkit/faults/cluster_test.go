@@ -4,24 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
-	if cfg := os.Getenv(MemberEnv); cfg != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := RunMember(ctx, cfg, os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.Exit(MemberExitCode(err))
-	}
+	MemberMain()
 	os.Exit(m.Run())
 }
 
@@ -41,16 +30,8 @@ func TestIsolate(t *testing.T) {
 	// Elections take a few seconds: three times the tree's timeout.
 	poll := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.NewTimer(3 * etcdtest.Timeout)
-		defer deadline.Stop()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for !cond() {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				t.Fatalf("%s: not within %v (links open %v, unknown dialers %d)", what, 3*etcdtest.Timeout, c.peers.open(), c.peers.Unknown())
-			}
+		if err := testkit.Poll(ctx, 3*testkit.Timeout, func() (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: %v (links open %v, unknown dialers %d)", what, err, c.peers.open(), c.peers.Unknown())
 		}
 	}
 	for i := range 3 {

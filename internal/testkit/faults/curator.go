@@ -32,6 +32,7 @@ type CuratorClient struct {
 	delay  time.Duration
 	cancel context.CancelFunc
 	done   chan struct{}
+	gate
 
 	mu        sync.Mutex // guards everything below
 	nodes     map[string]*apipb.Node
@@ -39,15 +40,13 @@ type CuratorClient struct {
 	events    int  // nodes and tombstones applied
 	streams   int  // streams opened
 	violation error
-	changed   chan struct{} // closed (and replaced) at each event
-	paused    chan struct{} // non-nil while not reading; closed to resume
 }
 
 // StartCuratorClient starts watching addrs (tried in turn), taking delay
 // over each event.
 func StartCuratorClient(addrs []string, delay time.Duration) *CuratorClient {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &CuratorClient{addrs: addrs, delay: delay, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	c := &CuratorClient{addrs: addrs, delay: delay, cancel: cancel, done: make(chan struct{})}
 	go c.run(ctx)
 	return c
 }
@@ -106,15 +105,8 @@ func (c *CuratorClient) watch(ctx context.Context, addr string) bool {
 
 // wait takes the client's delay, and waits while it is paused.
 func (c *CuratorClient) wait(ctx context.Context) bool {
-	c.mu.Lock()
-	gate := c.paused
-	c.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return false
-		}
+	if !c.pass(ctx.Done()) {
+		return false
 	}
 	t := time.NewTimer(c.delay)
 	defer t.Stop()
@@ -129,10 +121,6 @@ func (c *CuratorClient) wait(ctx context.Context) bool {
 // apply applies ev; backlog collects the current stream's backlog until
 // its marker. c.mu must be held.
 func (c *CuratorClient) apply(ev *apipb.WatchEvent, backlog *map[string]*apipb.Node) {
-	defer func() {
-		close(c.changed)
-		c.changed = make(chan struct{})
-	}()
 	fail := func(format string, args ...any) {
 		if c.violation == nil {
 			c.violation = fmt.Errorf("curator client: "+format, args...)
@@ -199,51 +187,12 @@ func (c *CuratorClient) Equal(want map[string]json.RawMessage) string {
 	return strings.Join(diffs, "\n")
 }
 
-// Synced reports whether the current stream's backlog is complete.
-func (c *CuratorClient) Synced() bool {
+// State returns what the client knows of its streams (Synced: the
+// current one's backlog is complete).
+func (c *CuratorClient) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.synced
-}
-
-// Changed returns a channel closed at the next event applied.
-func (c *CuratorClient) Changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
-}
-
-// Events returns the number of nodes and tombstones applied.
-func (c *CuratorClient) Events() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.events
-}
-
-// Violation returns the first rule of the Watch stream broken, or nil.
-func (c *CuratorClient) Violation() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.violation
-}
-
-// PauseReading stops the client taking events (after the one it is at).
-func (c *CuratorClient) PauseReading() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused == nil {
-		c.paused = make(chan struct{})
-	}
-}
-
-// ResumeReading undoes PauseReading.
-func (c *CuratorClient) ResumeReading() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paused != nil {
-		close(c.paused)
-		c.paused = nil
-	}
+	return State{Synced: c.synced, Events: c.events, Violation: c.violation}
 }
 
 // Close stops the client and waits for it.

@@ -1,5 +1,5 @@
-// Package faults is the machinery of nodewatch's fault suite (make
-// faults): a 3-member etcd cluster whose members are separate processes
+// Package faults is test scaffolding: the machinery of nodewatch's fault
+// suite (make faults): a 3-member etcd cluster whose members are separate processes
 // that can be killed, restarted and paused, a seeded random workload that
 // retries through faults, nodewatch processes whose every printed line is
 // replayed by a replay.Checker, a slow Curator client, and a run that

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // Etcdctl is `etcdctl watch --prefix KeyPrefix -w json` against given
@@ -27,7 +29,7 @@ type Etcdctl struct {
 
 	mu     sync.Mutex // guards everything below
 	cmd    *exec.Cmd
-	stderr *tail
+	stderr *testkit.Buffer
 	done   chan struct{} // closed when the current process ended and its stdout was read
 	ended  bool          // the current process ended
 	waits  lineWaits
@@ -50,7 +52,7 @@ func (e *Etcdctl) Restart() error {
 	cmd := exec.Command(e.bin, e.args...)
 	cmd.Env = []string{"ETCDCTL_API=3"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr := &tail{}
+	stderr := newTail()
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

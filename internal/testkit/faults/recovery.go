@@ -1,20 +1,13 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/nodewatch/nodewatch/internal/curator"
-	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // Recovery is how long one stream took to recover from one fault: from
@@ -47,51 +40,6 @@ const (
 	// StreamEtcdctl is `etcdctl watch --prefix` (the first event with a
 	// mod_revision after the fault's).
 	StreamEtcdctl = "etcdctl"
-)
-
-// lineWaits are the waiters for a line that matches; the owner's mutex
-// guards them.
-type lineWaits []lineWait
-
-type lineWait struct {
-	match func([]byte) bool
-	at    chan time.Time // buffered; receives once
-}
-
-func (w *lineWaits) add(match func([]byte) bool) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	*w = append(*w, lineWait{match, ch})
-	return ch
-}
-
-// line hands the time of line to every waiter it matches, which are done.
-func (w *lineWaits) line(line []byte, at time.Time) {
-	*w = slices.DeleteFunc(*w, func(lw lineWait) bool {
-		if lw.match(line) {
-			lw.at <- at
-			return true
-		}
-		return false
-	})
-}
-
-// Marker matches a nodewatch event (new or updated) that holds the
-// marker value v.
-func Marker(v string) func([]byte) bool {
-	quoted := []byte(strconv.Quote(v))
-	return func(line []byte) bool {
-		return bytes.Contains(line, quoted) &&
-			(bytes.HasPrefix(line, []byte(`{"type":"new"`)) || bytes.HasPrefix(line, []byte(`{"type":"updated"`)))
-	}
-}
-
-// MarkerKey and MarkerNode are what a measurement writes after a fault:
-// a key under KeyPrefix and a node record, in one transaction, both
-// holding the measurement's marker value.
-const (
-	MarkerKey   = KeyPrefix + "marker"
-	MarkerNode  = "fault-marker"
-	markerLabel = "nodewatch.faults/marker"
 )
 
 // measurement times the recovery of the streams one fault concerns: it
@@ -153,29 +101,7 @@ func (r *run) measureStart(ctx context.Context, k Kind) *measurement {
 	if ctl != nil && r.etcdctlWatching(ctx, ctl) {
 		m.waits = append(m.waits, streamWait{stream: StreamEtcdctl, at: ctl.WaitValue([]byte(value)), ctl: ctl})
 	}
-	record, err := curator.EncodeRecord(&apipb.Node{Id: MarkerNode, Labels: &commonpb.NodeLabels{
-		Pairs: []*commonpb.NodeLabels_Pair{{Key: markerLabel, Value: m.marker}},
-	}})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	m.write = func(ctx context.Context) {
-		for ctx.Err() == nil {
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := r.client.Txn(wctx).Then(
-				clientv3.OpPut(MarkerKey, value),
-				clientv3.OpPut(curator.DefaultPrefix+MarkerNode, string(record)),
-			).Commit()
-			cancel()
-			if err == nil {
-				return
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
+	m.write = r.markerWriter(m.marker, value)
 	return m
 }
 
@@ -189,11 +115,12 @@ func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 	if ended, _ := ctl.Ended(); !ended {
 		return true
 	}
-	deadline := time.Now().Add(r.cfg.Converge)
-	for n := 1; time.Now().Before(deadline); n++ {
-		if err := ctl.Restart(); err != nil {
-			r.problem("%s: %v", ctl.Name, err)
-			return false
+	n := 0
+	var restart error
+	err := testkit.Poll(ctx, r.cfg.Converge, func() (bool, error) {
+		n++
+		if restart = ctl.Restart(); restart != nil {
+			return true, restart
 		}
 		probe := fmt.Sprintf(`{"etcdctl-probe":"%d-%d"}`, r.markers, n)
 		at := ctl.WaitValue([]byte(probe))
@@ -201,22 +128,25 @@ func (r *run) etcdctlWatching(ctx context.Context, ctl *Etcdctl) bool {
 		_, err := r.client.Put(wctx, MarkerKey, probe)
 		cancel()
 		if err != nil {
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return false
-			}
-			continue
+			return false, err
 		}
 		select {
 		case <-at:
-			return true
+			return true, nil
 		case <-time.After(time.Second):
+			return false, nil
 		case <-ctx.Done():
-			return false
+			return true, ctx.Err()
 		}
+	})
+	switch {
+	case err == nil:
+		return true
+	case restart != nil:
+		r.problem("%s: %v", ctl.Name, restart)
+	case ctx.Err() == nil:
+		r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
 	}
-	r.t.Logf("  %s does not watch again within %v: left out of this fault's measurement", ctl.Name, r.cfg.Converge)
 	return false
 }
 
@@ -254,35 +184,32 @@ func (r *run) measureEnd(ctx context.Context, m *measurement) {
 		m.cancel()
 		m.wg.Wait()
 	}()
-	deadline := time.NewTimer(r.cfg.Converge)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	deadline := time.Now().Add(r.cfg.Converge)
 	var got []string
 	for _, w := range m.waits {
 		rec := Recovery{Kind: m.kind, Stream: w.stream, Held: m.held}
-	wait:
-		for {
+		err := testkit.Poll(ctx, time.Until(deadline), func() (bool, error) {
 			select {
 			case at := <-w.at:
 				rec.Took = at.Sub(m.t0)
-				break wait
-			case <-tick.C:
-				if w.ctl == nil {
-					continue
-				}
+				return true, nil
+			default:
+			}
+			if w.ctl != nil {
 				if ended, why := w.ctl.Ended(); ended {
 					rec.Failed = "ended: " + why
-					break wait
+					return true, nil
 				}
-			case <-deadline.C:
-				rec.Failed = fmt.Sprintf("did not print the marker within %v", r.cfg.Converge)
-				if w.stream == StreamKey {
-					r.t.Logf("  %s's stderr:\n%s", r.keyAll.Name, clip(r.keyAll.Stderr()))
-				}
-				break wait
-			case <-ctx.Done():
-				return
+			}
+			return false, nil
+		})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			rec.Failed = fmt.Sprintf("did not print the marker within %v", r.cfg.Converge)
+			if w.stream == StreamKey {
+				r.t.Logf("  %s's stderr:\n%s", r.keyAll.Name, clip(r.keyAll.Stderr()))
 			}
 		}
 		r.report.Recoveries = append(r.report.Recoveries, rec)

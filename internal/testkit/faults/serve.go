@@ -2,12 +2,15 @@ package faults
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // Server is a `nodewatch serve` replica on a fixed address, which can be
@@ -22,7 +25,7 @@ type Server struct {
 	args []string
 	cmd  *exec.Cmd // nil while stopped
 	done chan struct{}
-	err  *tail
+	err  *testkit.Buffer
 }
 
 // StartServer starts `bin serve --listen addr` plus args and waits until
@@ -38,17 +41,10 @@ func (s *Server) Start() error {
 	if s.cmd != nil {
 		return nil
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return testkit.Poll(context.Background(), time.Minute, func() (bool, error) {
 		err := s.start()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil || !strings.Contains(err.Error(), "address already in use"), err
+	})
 }
 
 func (s *Server) start() error {
@@ -63,7 +59,7 @@ func (s *Server) start() error {
 		return err
 	}
 	done := make(chan struct{})
-	s.err = &tail{}
+	s.err = newTail()
 	first := make(chan string, 1)
 	go func() {
 		br := bufio.NewReader(stderr)

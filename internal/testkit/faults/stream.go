@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
 
@@ -28,16 +30,15 @@ type Stream struct {
 
 	cmd    *exec.Cmd
 	r      *os.File // read end of the stdout pipe
-	stderr *tail
+	stderr *testkit.Buffer
 	done   chan struct{} // closed when the reader has seen the end and cmd.Wait returned
+	gate
 
 	mu        sync.Mutex // guards everything below
 	check     replay.Checker
-	violation error         // the first line the Checker refused
-	resyncs   int           // batch_done lines with cause "resync"
-	changed   chan struct{} // closed (and replaced) at each line and at the end
-	paused    chan struct{} // non-nil while the reader does not read; closed to resume
-	closing   bool          // Close was called: the end is expected
+	violation error // the first line the Checker refused
+	resyncs   int   // batch_done lines with cause "resync"
+	closing   bool  // Close was called: the end is expected
 	ended     bool
 	waits     lineWaits
 }
@@ -49,7 +50,7 @@ func StartStream(name, bin string, env []string, revs bool, args ...string) (*St
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{Name: name, r: r, stderr: &tail{}, done: make(chan struct{}), changed: make(chan struct{})}
+	s := &Stream{Name: name, r: r, stderr: newTail(), done: make(chan struct{})}
 	s.check.Revs = revs
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = env
@@ -70,12 +71,7 @@ func (s *Stream) read() {
 	defer close(s.done)
 	br := bufio.NewReaderSize(s.r, 64<<10)
 	for {
-		s.mu.Lock()
-		gate := s.paused
-		s.mu.Unlock()
-		if gate != nil {
-			<-gate
-		}
+		s.pass(nil)
 		line, err := br.ReadBytes('\n')
 		if err != nil {
 			break
@@ -90,14 +86,12 @@ func (s *Stream) read() {
 			s.resyncs++
 		}
 		s.waits.line(line, time.Now())
-		s.wake()
 		s.mu.Unlock()
 	}
 	s.r.Close()
 	s.cmd.Wait()
 	s.mu.Lock()
 	s.ended = true
-	s.wake()
 	s.mu.Unlock()
 }
 
@@ -107,25 +101,12 @@ func isBatchDone(line []byte) bool {
 	return ev.Type == "batch_done"
 }
 
-// wake tells waiters something changed; s.mu must be held.
-func (s *Stream) wake() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
 // WaitLine returns a channel that receives the time the reader read the
 // first line, from now on, that match accepts (see Marker).
 func (s *Stream) WaitLine(match func(line []byte) bool) <-chan time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waits.add(match)
-}
-
-// Changed returns a channel closed at the next line (or the end).
-func (s *Stream) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
 }
 
 // Equal compares the replayed state with want, as replay.Checker.Equal
@@ -166,39 +147,17 @@ func (s *Stream) EqualValues(want map[string]any) string {
 	return s.check.Equal(adjusted)
 }
 
-// Events returns the number of events the Checker applied.
-func (s *Stream) Events() int {
+// State returns what the reader knows of the stream.
+func (s *Stream) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.check.Events()
-}
-
-// Synced reports whether the stream printed its initial state.
-func (s *Stream) Synced() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.check.Synced()
-}
-
-// Resyncs returns the number of batches printed with cause "resync".
-func (s *Stream) Resyncs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.resyncs
-}
-
-// Violation returns the first rule the stream broke, or nil.
-func (s *Stream) Violation() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.violation
-}
-
-// Ended reports whether the process ended (other than by Close).
-func (s *Stream) Ended() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ended && !s.closing
+	return State{
+		Synced:    s.check.Synced(),
+		Events:    s.check.Events(),
+		Resyncs:   s.resyncs,
+		Violation: s.violation,
+		Ended:     s.ended && !s.closing,
+	}
 }
 
 // Pid returns the process id.
@@ -209,26 +168,6 @@ func (s *Stream) Stop() { s.cmd.Process.Signal(syscall.SIGSTOP) }
 
 // Cont sends SIGCONT to the process.
 func (s *Stream) Cont() { s.cmd.Process.Signal(syscall.SIGCONT) }
-
-// PauseReading makes the reader stop reading stdout (after the line it
-// is at); ResumeReading makes it go on.
-func (s *Stream) PauseReading() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused == nil {
-		s.paused = make(chan struct{})
-	}
-}
-
-// ResumeReading undoes PauseReading.
-func (s *Stream) ResumeReading() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.paused != nil {
-		close(s.paused)
-		s.paused = nil
-	}
-}
 
 // Buffered returns how many bytes wait in the stdout pipe, unread.
 func (s *Stream) Buffered() int {
@@ -253,4 +192,30 @@ func (s *Stream) Close() {
 	s.cmd.Process.Signal(syscall.SIGCONT)
 	s.cmd.Process.Kill()
 	<-s.done
+}
+
+// lineWaits are the waiters for a line that matches; the owner's mutex
+// guards them.
+type lineWaits []lineWait
+
+type lineWait struct {
+	match func([]byte) bool
+	at    chan time.Time // buffered; receives once
+}
+
+func (w *lineWaits) add(match func([]byte) bool) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	*w = append(*w, lineWait{match, ch})
+	return ch
+}
+
+// line hands the time of line to every waiter it matches, which are done.
+func (w *lineWaits) line(line []byte, at time.Time) {
+	*w = slices.DeleteFunc(*w, func(lw lineWait) bool {
+		if lw.match(line) {
+			lw.at <- at
+			return true
+		}
+		return false
+	})
 }

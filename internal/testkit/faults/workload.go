@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/sim"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // KeyPrefix is where the workload's keys live; Key(i) names them.
@@ -33,11 +34,10 @@ type Workload struct {
 	sim  *sim.Sim
 	keys int
 
-	mu        sync.Mutex    // guards writes, keyWrites, failures and more
-	writes    int64         // writes etcd acknowledged
-	keyWrites int64         // those that wrote under KeyPrefix
-	failures  int64         // attempts that failed (and were tried again)
-	more      chan struct{} // closed (and replaced) at each acknowledged write and each failure
+	mu        sync.Mutex // guards writes, keyWrites and failures
+	writes    int64      // writes etcd acknowledged
+	keyWrites int64      // those that wrote under KeyPrefix
+	failures  int64      // attempts that failed (and were tried again)
 }
 
 // NewWorkload returns a workload over keys keys and a fleet of nodes
@@ -48,7 +48,6 @@ func NewWorkload(c *clientv3.Client, seed uint64, keys, nodes int) *Workload {
 		rng:  rand.New(rand.NewPCG(seed, 0xfa17)),
 		sim:  sim.New(sim.Config{Nodes: nodes, Seed: int64(seed)}),
 		keys: keys,
-		more: make(chan struct{}),
 	}
 }
 
@@ -88,8 +87,6 @@ func (w *Workload) Run(ctx context.Context, rate float64) error {
 			}
 			w.mu.Lock()
 			w.failures++
-			close(w.more)
-			w.more = make(chan struct{})
 			w.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -102,8 +99,6 @@ func (w *Workload) Run(ctx context.Context, rate float64) error {
 		if keys {
 			w.keyWrites++
 		}
-		close(w.more)
-		w.more = make(chan struct{})
 		w.mu.Unlock()
 	}
 }
@@ -198,26 +193,9 @@ func (w *Workload) WaitWrites(ctx context.Context, n int64, keys bool, d time.Du
 	return w.waitCount(ctx, writes, n, d)
 }
 
-// waitCount waits until count has grown by n from now (it is read again
-// at each write and each failure), ctx ends, or d passes; it reports
-// whether it did.
+// waitCount waits until count has grown by n from now, ctx ends, or d
+// passes; it reports whether it did.
 func (w *Workload) waitCount(ctx context.Context, count func() int64, n int64, d time.Duration) bool {
 	target := count() + n
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		w.mu.Lock()
-		more := w.more
-		w.mu.Unlock()
-		if count() >= target {
-			return true
-		}
-		select {
-		case <-more:
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return false
-		}
-	}
+	return testkit.Poll(ctx, d, func() (bool, error) { return count() >= target, nil }) == nil
 }

@@ -1,8 +1,9 @@
-// Package mgmttest makes what tests need of mgmt (the config management
-// engine) without mgmt's code: resources of the shape of mgmt's
-// (engine.Base and its parts, resources.FileRes, resources.SvcRes),
-// registered with encoding/gob under mgmt's names, which is all a gob
-// stream carries of them, and encoded as mgmt stores them in etcd.
+// Package mgmttest is test scaffolding: it makes what tests need of mgmt
+// (the config management engine) without mgmt's code: resources of the
+// shape of mgmt's (engine.Base and its parts, resources.FileRes,
+// resources.SvcRes), registered with encoding/gob under mgmt's names,
+// which is all a gob stream carries of them, and encoded as mgmt stores
+// them in etcd.
 package mgmttest
 
 import (

@@ -5,16 +5,14 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // echo starts a line echo server and returns its address.
 func echo(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	l := testkit.Listen(t)
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -37,14 +35,31 @@ func echo(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// roundTrip sends a line on c and reports whether it came back within wait.
-func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) bool {
+// conn is a connection through a forwarder to the echo server.
+type conn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// dial connects to f; the connection is closed when the test ends.
+func dial(t *testing.T, f *Forwarder) *conn {
+	t.Helper()
+	c, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &conn{c, bufio.NewReader(c)}
+}
+
+// roundTrip sends a line and reports whether it came back within wait.
+func (c *conn) roundTrip(t *testing.T, wait time.Duration) bool {
 	t.Helper()
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		t.Fatalf("write: %v", err)
 	}
 	c.SetReadDeadline(time.Now().Add(wait))
-	line, err := r.ReadString('\n')
+	line, err := c.r.ReadString('\n')
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		return false
 	}
@@ -54,67 +69,68 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) bo
 	return line == "ping\n"
 }
 
-func dial(t *testing.T, f *Forwarder) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	c, err := net.Dial("tcp", f.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, bufio.NewReader(c)
-}
+// state is what a connection through a forwarder does.
+type state int
 
 const (
-	should  = 10 * time.Second       // what should happen
-	mustNot = 300 * time.Millisecond // what must not happen
+	carries state = iota // a line sent comes back
+	silent               // a line sent is dropped, and nothing is closed
+	closed               // it ends
 )
 
-func TestForwarderSilence(t *testing.T) {
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	old, oldR := dial(t, f)
-	if !roundTrip(t, old, oldR, should) {
-		t.Fatal("no echo before the fault")
-	}
-	f.Silence()
-	if roundTrip(t, old, oldR, mustNot) {
-		t.Fatal("a silenced connection carried bytes")
-	}
-	// Nothing was closed: writes still succeed, and a new connection works.
-	if _, err := old.Write([]byte("more\n")); err != nil {
-		t.Fatalf("a silenced connection was closed: %v", err)
-	}
-	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, should) {
-		t.Fatal("a new connection after Silence carried nothing")
+// expect fails the test unless c is in state want; which says which
+// connection c is.
+func (c *conn) expect(t *testing.T, want state, which string) {
+	t.Helper()
+	switch want {
+	case carries:
+		if !c.roundTrip(t, testkit.Timeout) {
+			t.Fatalf("%s carried nothing", which)
+		}
+	case silent:
+		if c.roundTrip(t, testkit.Quiet) {
+			t.Fatalf("%s carried bytes", which)
+		}
+		if _, err := c.Write([]byte("more\n")); err != nil {
+			t.Fatalf("%s was closed: %v", which, err)
+		}
+	case closed:
+		c.SetReadDeadline(time.Now().Add(testkit.Timeout))
+		if _, err := c.r.ReadString('\n'); err == nil {
+			t.Fatalf("%s is still open", which)
+		}
 	}
 }
 
-func TestForwarderBlockHeal(t *testing.T) {
-	f, err := Listen("127.0.0.1", echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Block()
-	blocked, blockedR := dial(t, f)
-	if roundTrip(t, blocked, blockedR, mustNot) {
-		t.Fatal("a connection made while blocked carried bytes")
-	}
-	f.Heal()
-	if roundTrip(t, blocked, blockedR, mustNot) {
-		t.Fatal("a connection silenced while blocked came back after Heal")
-	}
-	fresh, freshR := dial(t, f)
-	if !roundTrip(t, fresh, freshR, should) {
-		t.Fatal("a new connection after Heal carried nothing")
-	}
-	f.Cut()
-	fresh.SetReadDeadline(time.Now().Add(should))
-	if _, err := freshR.ReadString('\n'); err == nil {
-		t.Fatal("Cut left a connection open")
+// TestForwarderFaults: what each fault does to a connection open before
+// it, to one made during it, and to that one once the fault is undone; a
+// connection made after that carries bytes again.
+func TestForwarderFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		fault, undo        func(*Forwarder) // undo may be nil
+		open, during, then state
+	}{
+		{"Silence", (*Forwarder).Silence, nil, silent, carries, carries},
+		{"Block, Heal", (*Forwarder).Block, (*Forwarder).Heal, silent, silent, silent},
+		{"Hold, Release", (*Forwarder).Hold, (*Forwarder).Release, closed, silent, carries},
+		{"Cut", (*Forwarder).Cut, nil, closed, carries, carries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Start(t, echo(t))
+			open := dial(t, f)
+			open.expect(t, carries, "a connection before the fault")
+			tc.fault(f)
+			open.expect(t, tc.open, "a connection open before the fault")
+			during := dial(t, f)
+			during.expect(t, tc.during, "a connection made during the fault")
+			if tc.undo != nil {
+				tc.undo(f)
+			}
+			// For a connection held, the echo that comes first is that of
+			// the line sent while it was.
+			during.expect(t, tc.then, "a connection made during the fault, once undone")
+			dial(t, f).expect(t, carries, "a connection made after the fault")
+		})
 	}
 }

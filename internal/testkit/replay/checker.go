@@ -1,9 +1,9 @@
-// Package replay checks nodewatch's first promise: the printed stream,
-// replayed, always equals the source. A Checker reads an NDJSON event
-// stream line by line, applies new, updated and deleted to a map, and
-// enforces on the way every rule a reader relies on; at the end, the map
-// must equal the source's real state. Tests, the soak run and the fault
-// suite use it on every stream they read.
+// Package replay is test scaffolding that checks nodewatch's first
+// promise: the printed stream, replayed, always equals the source. A
+// Checker reads an NDJSON event stream line by line, applies new, updated
+// and deleted to a map, and enforces on the way every rule a reader relies
+// on; at the end, the map must equal the source's real state. Tests, the
+// soak run and the fault suite use it on every stream they read.
 package replay
 
 import (
