@@ -164,13 +164,22 @@ try_etcd() {
 	PIDS+=("$ETCD_PID")
 	ETCD=$scheme://127.0.0.1:$cport
 	ETCD_PORT=$cport
+	wait_up "$ETCD_PID" etcd_healthy
+}
+etcd_healthy() { ectl endpoint health >/dev/null 2>&1; }
+
+# wait_up PID CHECK…: true once CHECK succeeds, within 10 s and while PID runs;
+# else PID is killed and false.
+wait_up() {
+	local pid=$1
+	shift
 	for _ in $(seq 100); do
-		ectl endpoint health >/dev/null 2>&1 && return 0
-		kill -0 "$ETCD_PID" 2>/dev/null || break
+		"$@" && return 0
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -KILL "$ETCD_PID" 2>/dev/null
-	wait "$ETCD_PID" 2>/dev/null
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
 	return 1
 }
 
@@ -195,14 +204,7 @@ try_serve() {
 	SERVE_PID=$!
 	PIDS+=("$SERVE_PID")
 	SERVE=127.0.0.1:$port
-	for _ in $(seq 100); do
-		grep -q 'serving Curator Watch' "$tmp/serve-$name.stderr" && return 0
-		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$SERVE_PID" 2>/dev/null
-	wait "$SERVE_PID" 2>/dev/null
-	return 1
+	wait_up "$SERVE_PID" grep -q 'serving Curator Watch' "$tmp/serve-$name.stderr"
 }
 
 # stop NAME PID GROUP: SIGTERM, wait, and record the exit code and the process's

@@ -144,3 +144,8 @@ func action[O any](e *env, parse func(*cli.Context, *env) (O, error), run func(c
 		return run(c.Context, e, o)
 	}
 }
+
+// subcommand is a command whose --help prose is docs/help/NAME.txt.
+func subcommand(name, usage, argsUsage string, flags []cli.Flag, action cli.ActionFunc) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, ArgsUsage: argsUsage, Description: docs.Help(name), Flags: flags, Action: action}
+}

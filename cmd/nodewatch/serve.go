@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
@@ -23,11 +22,8 @@ type serveOptions struct {
 }
 
 func serveCommand(e *env) *cli.Command {
-	return &cli.Command{
-		Name:        "serve",
-		Usage:       "serve the Curator Watch API over node records kept in etcd",
-		Description: docs.Help("serve"),
-		Flags: append(etcdFlags(),
+	return subcommand("serve", "serve the Curator Watch API over node records kept in etcd", "",
+		append(etcdFlags(),
 			&cli.StringFlag{Name: "listen", Value: defaultCurator(), Usage: "serve on `HOST:PORT`"},
 			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "node records live under `PREFIX`"},
 			&cli.StringFlag{Name: "node-id", Value: "nodewatch-serve", Usage: "this server's `ID` in GetCurrentLeader"},
@@ -43,8 +39,7 @@ func serveCommand(e *env) *cli.Command {
 			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
 			&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR` (default: a temporary directory)"},
 		),
-		Action: action(e, parseServeOptions, runServe),
-	}
+		action(e, parseServeOptions, runServe))
 }
 
 func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {

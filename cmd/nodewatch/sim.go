@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
@@ -28,11 +27,8 @@ type simOptions struct {
 // simCommand is `nodewatch sim`: it writes a simulated fleet of node
 // records into etcd and keeps changing it.
 func simCommand(e *env) *cli.Command {
-	return &cli.Command{
-		Name:        "sim",
-		Usage:       "write a simulated fleet of node records into etcd and keep changing it",
-		Description: docs.Help("sim"),
-		Flags: append(etcdFlags(),
+	return subcommand("sim", "write a simulated fleet of node records into etcd and keep changing it", "",
+		append(etcdFlags(),
 			&cli.IntFlag{Name: "nodes", Value: sim.DefaultNodes, Usage: "keep the fleet near `N` nodes"},
 			&cli.Float64Flag{Name: "rate", Value: 1, Usage: "make at most `R` changes per second (0: as fast as etcd takes them)"},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (0: no limit)"},
@@ -43,8 +39,7 @@ func simCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: "clear", Usage: "first delete every key under the prefix"},
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		),
-		Action: action(e, parseSimOptions, runSim),
-	}
+		action(e, parseSimOptions, runSim))
 }
 
 // parseSimOptions reads and checks the flags of `nodewatch sim`; every

@@ -90,15 +90,24 @@ func (d *decoder) value(depth int) (any, error) {
 	}
 }
 
+// open enters the container that starts at d.i and reads on to its first
+// byte c; empty: close came at once, and the container is read.
+func (d *decoder) open(close byte) (c byte, empty bool, err error) {
+	d.i++ // { or [
+	if c, err = d.next(); err != nil || c != close {
+		return c, false, err
+	}
+	d.i++
+	return c, true, nil
+}
+
 func (d *decoder) object(depth int) (any, error) {
-	d.i++ // {
 	m := map[string]any{}
-	c, err := d.next()
+	c, empty, err := d.open('}')
 	if err != nil {
 		return nil, err
 	}
-	if c == '}' {
-		d.i++
+	if empty {
 		return m, nil
 	}
 	for {
@@ -155,14 +164,12 @@ func (d *decoder) more(close byte, what string) (bool, error) {
 }
 
 func (d *decoder) array(depth int) (any, error) {
-	d.i++ // [
 	a := []any{}
-	c, err := d.next()
+	_, empty, err := d.open(']')
 	if err != nil {
 		return nil, err
 	}
-	if c == ']' {
-		d.i++
+	if empty {
 		return a, nil
 	}
 	for {

@@ -12,19 +12,15 @@ import (
 // EventType is the kind of an Event.
 type EventType int
 
+// The event types. Heartbeat: nothing was printed for a while, and the
+// source has just confirmed that it is current (--heartbeat); the
+// Follower never emits it, the run that prints does.
 const (
-	// New: an object of interest appeared.
-	New EventType = iota + 1
-	// Updated: an object of interest changed (by Equals).
-	Updated
-	// Deleted: an object went away or stopped matching Filter.
-	Deleted
-	// BatchDone: the end of a batch.
-	BatchDone
-	// Heartbeat: nothing was printed for a while, and the source has
-	// just confirmed that it is current (--heartbeat). The Follower
-	// never emits it; the run that prints does.
-	Heartbeat
+	New       EventType = iota + 1 // an object of interest appeared
+	Updated                        // an object of interest changed (by Equals)
+	Deleted                        // an object went away or stopped matching Filter
+	BatchDone                      // the end of a batch
+	Heartbeat                      // the source confirmed it is current (see above)
 )
 
 // eventTypeNames are the names printed in the events' type field.
