@@ -46,7 +46,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runEnv is run in the environment e (tests give their own).
 func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
-	err := app.RunContext(ctx, append([]string{"nodewatch"}, normalizeArgs(app, args)...))
+	args, err := normalizeArgs(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, append([]string{"nodewatch"}, args...))
+	}
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled // SIGINT or SIGTERM: the signal context ended
 	}
@@ -58,7 +61,13 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 }
 
 func newApp(e *env) *cli.App {
-	onUsage := func(_ *cli.Context, err error, _ bool) error { return usage(cmdline.LongFlags(err)) }
+	onUsage := func(c *cli.Context, err error, _ bool) error {
+		flags := c.App.Flags
+		if c.Command != nil && c.Command.Name != "" {
+			flags = c.Command.Flags
+		}
+		return usage(cmdline.Explain(err, flagKinds(flags)))
+	}
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
@@ -110,9 +119,9 @@ func helpFlag() cli.Flag {
 
 // normalizeArgs rewrites a command line into the shape urfave/cli parses
 // (cmdline.Normalize), given the flags of the command it names.
-func normalizeArgs(app *cli.App, args []string) []string {
+func normalizeArgs(app *cli.App, args []string) ([]string, error) {
 	if len(args) == 0 || args[len(args)-1] == "--generate-bash-completion" {
-		return args
+		return args, nil
 	}
 	var cmd *cli.Command
 	for _, c := range app.Commands {
@@ -121,16 +130,39 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		}
 	}
 	if cmd == nil {
-		return args
+		return args, nil
 	}
 	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
+	for name, k := range flagKinds(cmd.Flags) {
+		takesValue[name] = k != cmdline.Bool
+	}
+	rest, err := cmdline.Normalize(args[1:], takesValue)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return append(args[:1:1], rest...), nil
+}
+
+// flagKinds says what each flag takes, by every name it has.
+func flagKinds(flags []cli.Flag) map[string]cmdline.Kind {
+	kinds := map[string]cmdline.Kind{}
+	for _, f := range flags {
+		k := cmdline.String
+		switch f.(type) {
+		case *cli.BoolFlag:
+			k = cmdline.Bool
+		case *cli.DurationFlag:
+			k = cmdline.Duration
+		case *cli.IntFlag, *cli.Int64Flag:
+			k = cmdline.Int
+		case *cli.Float64Flag:
+			k = cmdline.Float
+		}
 		for _, n := range f.Names() {
-			takesValue[n] = !isBool
+			kinds[n] = k
 		}
 	}
-	return append(args[:1:1], cmdline.Normalize(args[1:], takesValue)...)
+	return kinds
 }
 
 // action is a command's Action: parse its options from the flags, then run

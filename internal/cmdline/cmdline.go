@@ -9,18 +9,116 @@ import (
 	"strings"
 )
 
-// flagInMessage is a flag as Go's flag package names it in its errors:
-// with one dash, whatever the user typed.
-var flagInMessage = regexp.MustCompile(`(not defined|needs an argument|invalid value "[^"]*" for flag|invalid boolean value "[^"]*" for): -([a-z][a-z-]+)`)
+// Kind is what a flag takes, as messages describe it.
+type Kind int
 
-// LongFlags rewrites the flag package's "-name" into "--name", as the
-// user typed it and as --help lists it (one-letter flags keep one dash).
-func LongFlags(err error) error {
-	msg := flagInMessage.ReplaceAllString(err.Error(), "$1: --$2")
-	if msg == err.Error() {
+const (
+	String Kind = iota
+	Bool
+	Int
+	Float
+	Duration
+)
+
+// Errors of Go's flag package, with the flag named as it names it: with
+// one dash, whatever the user typed.
+var (
+	undefined   = regexp.MustCompile(`^flag provided but not defined: -+([A-Za-z0-9][A-Za-z0-9-]*)$`)
+	noArgument  = regexp.MustCompile(`^flag needs an argument: -+([A-Za-z0-9][A-Za-z0-9-]*)$`)
+	badValue    = regexp.MustCompile(`^invalid value ("[^"]*") for flag -+([A-Za-z0-9][A-Za-z0-9-]*): .*$`)
+	badBoolean  = regexp.MustCompile(`^invalid boolean value ("[^"]*") for -+([A-Za-z0-9][A-Za-z0-9-]*): .*$`)
+	numberAlone = regexp.MustCompile(`^"[0-9]+(\.[0-9]+)?"$`)
+)
+
+// Explain rewrites an error of the flag parser into the words the user
+// typed and what to type instead, given the kinds of the command's flags
+// (by every name): the flag as --name (one-letter flags keep one dash),
+// what a value that does not parse should look like (a duration needs a
+// unit), and the closest flag to one that does not exist. Other errors
+// pass unchanged.
+func Explain(err error, flags map[string]Kind) error {
+	msg := err.Error()
+	if m := undefined.FindStringSubmatch(msg); m != nil {
+		msg = "flag provided but not defined: " + dashed(m[1])
+		if near := closest(m[1], flags); near != "" {
+			msg += " (did you mean " + dashed(near) + "?)"
+		}
+	} else if m := noArgument.FindStringSubmatch(msg); m != nil {
+		msg = "flag needs an argument: " + dashed(m[1])
+	} else if m := badValue.FindStringSubmatch(msg); m != nil {
+		msg = "invalid value " + m[1] + " for flag " + dashed(m[2]) + ": " + want(flags[m[2]], m[1])
+	} else if m := badBoolean.FindStringSubmatch(msg); m != nil {
+		msg = "invalid value " + m[1] + " for flag " + dashed(m[2]) + ": want true or false (or the flag alone)"
+	} else {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// want says what a flag of kind k takes, for the value quoted that it
+// did not take.
+func want(k Kind, quoted string) string {
+	switch k {
+	case Duration:
+		if numberAlone.MatchString(quoted) {
+			n := strings.Trim(quoted, `"`)
+			return "a duration needs a unit, e.g. " + n + "s or " + n + "m"
+		}
+		return "want a duration with a unit, e.g. 30s, 5m or 1h30m"
+	case Int:
+		return "want a whole number"
+	case Float:
+		return "want a number"
+	}
+	return "cannot be parsed"
+}
+
+// dashed is a flag's name as the user types it.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// closest returns the flag whose name is nearest to name (at most two
+// edits, or a name it starts), "" when none is near.
+func closest(name string, flags map[string]Kind) string {
+	best, bestD := "", 3
+	for f := range flags {
+		d := distance(name, f)
+		if len(f) > 1 && len(name) >= 3 && strings.HasPrefix(f, name) {
+			d = min(d, 1)
+		}
+		if d < bestD || d == bestD && f < best {
+			best, bestD = f, d
+		}
+	}
+	return best
+}
+
+// distance is the edit distance (Levenshtein, with transpositions counted
+// as one edit) between a and b.
+func distance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // ArgSep joins NAME and VALUE of --arg/--argjson into one flag value; NUL
@@ -35,7 +133,7 @@ const ArgSep = "\x00"
 //
 // takesValue says which flag names take a value. Everything after `--`
 // stays positional.
-func Normalize(rest []string, takesValue map[string]bool) []string {
+func Normalize(rest []string, takesValue map[string]bool) ([]string, error) {
 	var flags, positional []string
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -55,6 +153,10 @@ func Normalize(rest []string, takesValue map[string]bool) []string {
 		case takesValue[name] && !hasValue && i+1 < len(rest):
 			flags = append(flags, a, rest[i+1])
 			i++
+		case takesValue[name] && !hasValue:
+			// Last, without its value: the parser would take the "--"
+			// put before the positional arguments for it.
+			return nil, errors.New("flag needs an argument: " + dashed(name))
 		default:
 			flags = append(flags, a)
 		}
@@ -64,5 +166,5 @@ func Normalize(rest []string, takesValue map[string]bool) []string {
 		out = append(out, "--")
 		out = append(out, positional...)
 	}
-	return out
+	return out, nil
 }
