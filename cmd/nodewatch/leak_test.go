@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -17,10 +20,22 @@ import (
 // instead (faults.MemberMain), until killed or SIGTERM.
 func TestMain(m *testing.M) {
 	faults.MemberMain()
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
-		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
-	)
+	code := m.Run()
+	// The binary the end-to-end tests built goes with the run: make test
+	// leaves the temporary directory as it found it.
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+			goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
+		); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
