@@ -93,9 +93,12 @@ type Options struct {
 
 	// Output configures the encoder.
 	Output stream.Options
-	// Logf reports warnings (jq evaluation errors without Strict). Nil
-	// discards them.
-	Logf func(format string, args ...any)
+	// Logf reports warnings (jq evaluation errors without Strict): the
+	// first of each kind in full, then at most every WarnEvery (0:
+	// DefaultWarnEvery) how many more there were, and at the end of the
+	// run what is still uncounted. Nil discards them.
+	Logf      func(format string, args ...any)
+	WarnEvery time.Duration
 	// Hangup, if set, blocks until the reader of the output has gone away
 	// (it returns true) or ctx has ended (false), so that an idle run
 	// notices a closed pipe. Run calls it once, in a goroutine it owns.
@@ -232,7 +235,9 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		ctx:    runCtx,
 		o:      &o,
 		enc:    stream.NewEncoder(out, o.Output),
+		warn:   newWarnings(o.Logf, o.WarnEvery),
 	}
+	defer r.warn.flush()
 	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
 
 	// The reader of the batches writes to w itself: a goroutine per
@@ -293,6 +298,7 @@ func (s *progressSink) Put(b nodeset.Batch) {
 type run struct {
 	parent, ctx context.Context
 	o           *Options
+	warn        *warnings
 	enc         *stream.Encoder
 	fol         *nodeset.Follower
 	res         Result
@@ -571,11 +577,6 @@ func (r *run) evalError(id string, err error) error {
 	if r.o.Strict {
 		return err // the follower adds the id
 	}
-	if id != "" {
-		err = fmt.Errorf("%q: %w", id, err)
-	}
-	if r.o.Logf != nil {
-		r.o.Logf("warning: %v (treated as no match)", err)
-	}
+	r.warn.warn(id, err.Error())
 	return nil
 }
