@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +25,9 @@ func watchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "filter", Usage: "jq `EXPR`: print only objects for which it is true"},
 		&cli.StringFlag{Name: "equals", Usage: "jq `EXPR`: two states are equal (no `updated`) when it gives the same outputs for both"},
 		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
+		&cli.StringFlag{Name: "each", Usage: "jq `EXPR` over each object: exit 0 once every object (at least one) satisfies it"},
+		&cli.IntFlag{Name: "at-least", Usage: "with --each: exit 0 once at least `N` objects satisfy it (not necessarily all)"},
+		&cli.StringFlag{Name: "report", Usage: "when the run ends without its goal, also write the report as JSON to `FILE`", TakesFile: true},
 		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
 		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
 		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
@@ -42,8 +47,10 @@ func watchFlags() []cli.Flag {
 type watchOptions struct {
 	watch.Options
 	dialTimeout time.Duration
-	// target names what is watched in messages, e.g. "curator at a,b".
-	target string
+	reportFile  string // --report
+	// target names what is watched in messages, e.g. "curator at a,b";
+	// what the object of a one-object watch ("node metropolis-…").
+	target, what string
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -65,6 +72,13 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	}
 	if o.Count < 0 {
 		return nil, usagef("--count: must not be negative, got %d", o.Count)
+	}
+	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
+	switch {
+	case c.IsSet("at-least") && c.String("each") == "":
+		return nil, usagef("--at-least: only with --each")
+	case o.AtLeast < 0 || c.IsSet("at-least") && o.AtLeast == 0:
+		return nil, usagef("--at-least: must be at least 1, got %d", o.AtLeast)
 	}
 	if o.Timeout < 0 || o.dialTimeout <= 0 {
 		return nil, usagef("--timeout and --dial-timeout must be positive")
@@ -93,7 +107,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	for _, p := range []struct {
 		flag, expr string
 		dst        **jq.Program
-	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}} {
+	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}, {"--each", c.String("each"), &o.Each}} {
 		if p.expr == "" {
 			continue
 		}
@@ -137,6 +151,11 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 	o.Logf, o.OneProc = e.logf, e.oneProc
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
 	res, err := watch.Run(ctx, src, out, o.Options)
+	if res.Report != nil {
+		if rerr := o.report(e, res); rerr != nil {
+			return rerr
+		}
+	}
 	return stopError(res, err, o.target, o.Timeout, o.goal())
 }
 
@@ -146,8 +165,69 @@ func (o *watchOptions) goal() string {
 	switch {
 	case o.Until != nil:
 		return "--until was met"
+	case o.Each != nil && o.AtLeast > 0:
+		return fmt.Sprintf("%d objects met --each", o.AtLeast)
+	case o.Each != nil:
+		return "every object met --each"
 	case o.Once:
 		return "the initial state was printed (--once)"
 	}
 	return fmt.Sprintf("%d events were printed (--count)", o.Count)
+}
+
+// report tells why a run ended without its goal: on stderr, and as JSON
+// into --report FILE.
+func (o *watchOptions) report(e *env, res watch.Result) error {
+	r := res.Report
+	switch {
+	case o.List && r.Objects == 1:
+		e.logf("report: 1 object")
+	case o.List:
+		e.logf("report: %d objects", r.Objects)
+	case !*r.EverSeen:
+		e.logf("report: %s was never seen", o.what)
+	case r.Objects == 0:
+		e.logf("report: %s was seen, and is gone", o.what)
+	default:
+		e.logf("report: %s is there", o.what)
+	}
+	if o.Count > 0 {
+		e.logf("report: %d of %d events printed", r.Events, o.Count)
+	}
+	if r.Meeting != nil {
+		want := "all"
+		if o.AtLeast > 0 {
+			want = fmt.Sprintf("at least %d", o.AtLeast)
+		}
+		e.logf("report: %d meet --each (want %s)", *r.Meeting, want)
+		for _, u := range r.Unmet {
+			e.logf("report:   not met: %s  %s", u.ID, u.Summary)
+		}
+		if r.MoreUnmet > 0 {
+			e.logf("report:   and %d more not met", r.MoreUnmet)
+		}
+	}
+	if o.Until != nil {
+		if r.UntilError != "" {
+			e.logf("report: --until over the last view: %s", r.UntilError)
+		} else {
+			v, _ := json.Marshal(r.UntilValue)
+			e.logf("report: --until over the last view: %s", v)
+		}
+	}
+	if o.reportFile == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(struct {
+		Stop string `json:"stop"`
+		Goal string `json:"goal"`
+		*watch.Report
+	}{res.Stop.String(), o.goal(), r}, "", "  ")
+	if err == nil {
+		err = os.WriteFile(o.reportFile, append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
 }

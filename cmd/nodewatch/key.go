@@ -85,6 +85,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	o.List, o.Confirms = o.prefix, "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
+	o.what = "key " + o.key
 	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.Output.Summary = o.rules.Summary
 	return o, nil

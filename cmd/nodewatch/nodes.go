@@ -103,6 +103,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	}
 	o.List, o.Confirms = nodeID == "", "connection"
 	o.target = "curator at " + strings.Join(o.endpoints, ",")
+	o.what = "node " + nodeID
 	o.Output.Summary = curator.Summary
 	return o, nil
 }

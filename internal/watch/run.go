@@ -75,6 +75,10 @@ type Options struct {
 	// count (nil compares whole objects), Until ends the run once it holds
 	// over the printed view.
 	Filter, Equals, Until *jq.Program
+	// Each, if set, ends the run once every object (at least one) satisfies
+	// it, or, with AtLeast > 0, once at least AtLeast objects do.
+	Each    *jq.Program
+	AtLeast int
 	// List: Until sees the view as an array of objects in id order (a
 	// prefix, every node); otherwise the one object, or null.
 	List bool
@@ -127,7 +131,7 @@ type Options struct {
 }
 
 // hasGoal reports whether anything ends the run successfully.
-func (o *Options) hasGoal() bool { return o.Until != nil || o.Once || o.Count > 0 }
+func (o *Options) hasGoal() bool { return o.Until != nil || o.Each != nil || o.Once || o.Count > 0 }
 
 // Stop is why a run ended.
 type Stop int
@@ -156,8 +160,15 @@ func (s Stop) String() string { return stopNames.String(s) }
 // Result is how a run ended.
 type Result struct {
 	Stop Stop
-	// GoalUnmet: Stop is TimedOut and a goal (Until, Once, Count) was set.
+	// GoalUnmet: Stop is TimedOut and a goal (Until, Each, Once, Count)
+	// was set.
 	GoalUnmet bool
+	// Report says how far the run got toward its goal, when one was set
+	// and the run timed out or was interrupted after the source delivered
+	// a batch (not when its reader was abandoned). The sources retry a
+	// lost connection for ever: a timeout is how a wait on a source that
+	// is gone ends.
+	Report *Report
 	// Received: the source delivered at least one batch (it connected).
 	Received bool
 	// Events and Batches count the new/updated/deleted and batch_done
@@ -197,7 +208,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	defer cancel(nil) // runs before wg.Wait
 
 	lister, streaming := src.(Lister)
-	streaming = streaming && o.Once && o.Until == nil
+	streaming = streaming && o.Once && o.Until == nil && o.Each == nil
 	q := handoff.New(0)
 	var sink nodeset.Sink = q
 	if o.Progress != nil {
@@ -311,6 +322,8 @@ type run struct {
 	// confirmed it is current, and the newest revision it confirmed.
 	lastPrint, confirmedAt time.Time
 	confirmedRev           int64
+	// everSeen: the view held an object after some batch (Report).
+	everSeen bool
 }
 
 // abandon is the Result of a run whose reader of the batches is blocked
@@ -355,8 +368,20 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		if r.o.Once && b.Synced {
 			return r.goalMet()
 		}
+		if r.fol.Set().Len() > 0 {
+			r.everSeen = true
+		}
 		if r.o.Until != nil && changed {
 			met, err := r.untilMet()
+			if err != nil {
+				return r.end(err)
+			}
+			if met {
+				return r.goalMet()
+			}
+		}
+		if r.o.Each != nil && (changed || b.Synced) {
+			met, err := r.eachMet()
 			if err != nil {
 				return r.end(err)
 			}
@@ -501,8 +526,15 @@ func (r *run) goalMet() (Result, error) {
 	return r.res, nil
 }
 
-// end turns the reason the run stops into its Result.
-func (r *run) end(err error) (Result, error) { return r.stop(r.res, err) }
+// end turns the reason the run stops into its Result, with a Report when
+// a goal was set and not met.
+func (r *run) end(err error) (Result, error) {
+	res, err := r.stop(r.res, err)
+	if r.o.hasGoal() && r.res.Received && (res.Stop == TimedOut || res.Stop == Interrupted) {
+		res.Report = r.report()
+	}
+	return res, err
+}
 
 // stop completes res with why the run stops, err being what ended it.
 func (r *run) stop(res Result, err error) (Result, error) {
@@ -542,26 +574,6 @@ func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
 		eq, err := r.o.Equals.Equal(r.ctx, jsondoc.TreeOf(a), jsondoc.TreeOf(b))
 		return eq, r.evalError(id, err) // on error eq is false: print the change
 	}
-}
-
-func (r *run) untilMet() (bool, error) {
-	set := r.fol.Set()
-	var view any
-	if r.o.List {
-		objs := make([]any, 0, set.Len())
-		set.Ascend(func(_ string, obj any) bool {
-			objs = append(objs, jsondoc.TreeOf(obj))
-			return true
-		})
-		view = objs
-	} else {
-		set.Ascend(func(_ string, obj any) bool {
-			view = jsondoc.TreeOf(obj)
-			return false
-		})
-	}
-	ok, err := r.o.Until.Truthy(r.ctx, view)
-	return ok, r.evalError("", err)
 }
 
 // evalError applies Strict to an evaluation error on the object with the

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+)
+
+// TestWaitReportJSON: a CI wait for three nodes up where two come up
+// ends with 124, and --report holds, as JSON, which node held it up.
+func TestWaitReportJSON(t *testing.T) {
+	t.Parallel()
+	ep, _ := fleet(t,
+		node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"),
+		node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"),
+		node(idC, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.3"),
+	)
+	addr, _ := serve(t, ep)
+	file := filepath.Join(t.TempDir(), "report.json")
+	_, stderr, code := runSync(t, "nodes", "--curator", addr, "--each", `.state == "NODE_STATE_UP"`, "--at-least", "3", "--timeout", "3s", "--report", file)
+	if code != exitTimeout {
+		t.Fatalf("exit %d, want %d: %s", code, exitTimeout, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unmet struct{ ID, Summary string }
+	var got struct {
+		Stop, Goal       string
+		Objects, Meeting int
+		Unmet            []unmet
+		MoreUnmet        int `json:"more_unmet"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("--report is not JSON: %v\n%s", err, b)
+	}
+	want := got
+	want.Stop, want.Goal, want.Objects, want.Meeting = "timed out", "3 objects met --each", 3, 2
+	want.Unmet, want.MoreUnmet = []unmet{{"metropolis-" + idC, "NEW 10.0.0.3"}}, 0
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("--report (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,152 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
+)
+
+// MaxUnmet is how many objects that do not meet Each a Report names.
+const MaxUnmet = 20
+
+// Report says how far a run got toward its goal, when it ended without
+// meeting it (a timeout, an interrupt, the source gone): what a failed
+// CI wait needs to say why.
+type Report struct {
+	// Objects is how many objects the view held at the end (those that
+	// pass Filter).
+	Objects int `json:"objects"`
+	// Meeting is how many of them satisfy Each (nil without Each), and
+	// Unmet the first MaxUnmet that do not, in id order; MoreUnmet counts
+	// the rest.
+	Meeting   *int    `json:"meeting,omitempty"`
+	Unmet     []Unmet `json:"unmet,omitempty"`
+	MoreUnmet int     `json:"more_unmet,omitempty"`
+	// EverSeen says, for a view of one object (not List), whether it was
+	// ever there.
+	EverSeen *bool `json:"ever_seen,omitempty"`
+	// UntilValue is Until's first output over the view at the end (with
+	// Until), or UntilError why it has none.
+	UntilValue any    `json:"until_value,omitempty"`
+	UntilError string `json:"until_error,omitempty"`
+	// Events and Batches are what was printed.
+	Events  int `json:"events"`
+	Batches int `json:"batches"`
+}
+
+// Unmet is an object that does not satisfy Each: its id and what a person
+// reads of it (Output.Summary, or its JSON).
+type Unmet struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+}
+
+// view is the current objects as Until sees them: an array in id order
+// (List), or the one object, or null.
+func (r *run) view() any {
+	set := r.fol.Set()
+	if !r.o.List {
+		var one any
+		set.Ascend(func(_ string, obj any) bool {
+			one = jsondoc.TreeOf(obj)
+			return false
+		})
+		return one
+	}
+	objs := make([]any, 0, set.Len())
+	set.Ascend(func(_ string, obj any) bool {
+		objs = append(objs, jsondoc.TreeOf(obj))
+		return true
+	})
+	return objs
+}
+
+// untilMet evaluates Until over the view.
+func (r *run) untilMet() (bool, error) {
+	ok, err := r.o.Until.Truthy(r.ctx, r.view())
+	return ok, r.evalError("", err)
+}
+
+// eachMet reports whether every object (at least one), or at least
+// AtLeast of them, satisfy Each.
+func (r *run) eachMet() (bool, error) {
+	meeting, total, err := r.count(r.ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	if r.o.AtLeast > 0 {
+		return meeting >= r.o.AtLeast, nil
+	}
+	return total > 0 && meeting == total, nil
+}
+
+// count counts the objects that satisfy Each, and calls unmet (if set)
+// with each that does not. An evaluation error counts as not satisfied,
+// as Strict says.
+func (r *run) count(ctx context.Context, unmet func(id string, obj any)) (meeting, total int, err error) {
+	r.fol.Set().Ascend(func(id string, obj any) bool {
+		total++
+		ok, evalErr := r.o.Each.Truthy(ctx, jsondoc.TreeOf(obj))
+		if evalErr != nil && ctx == r.ctx {
+			if err = r.evalError(id, evalErr); err != nil {
+				return false
+			}
+		}
+		if ok {
+			meeting++
+		} else if unmet != nil {
+			unmet(id, obj)
+		}
+		return true
+	})
+	return meeting, total, err
+}
+
+// report is the Report of a run that ends without its goal. The run's
+// context has ended: the programs run under a context of their own
+// (bounded by their time limit).
+func (r *run) report() *Report {
+	rep := &Report{Objects: r.fol.Set().Len(), Events: r.res.Events, Batches: r.res.Batches}
+	ctx := context.Background()
+	if r.o.Each != nil {
+		meeting, _, _ := r.count(ctx, func(id string, obj any) {
+			if len(rep.Unmet) == MaxUnmet {
+				rep.MoreUnmet++
+				return
+			}
+			rep.Unmet = append(rep.Unmet, Unmet{ID: id, Summary: r.summary(obj)})
+		})
+		rep.Meeting = &meeting
+	}
+	if !r.o.List {
+		seen := r.everSeen
+		rep.EverSeen = &seen
+	}
+	if r.o.Until != nil {
+		out, err := r.o.Until.Run(ctx, r.view())
+		switch {
+		case err != nil:
+			rep.UntilError = err.Error()
+		case len(out) == 0:
+			rep.UntilError = "no output"
+		default:
+			rep.UntilValue = out[0]
+		}
+	}
+	return rep
+}
+
+// summary is what a Report says of obj.
+func (r *run) summary(obj any) string {
+	if r.o.Output.Summary != nil {
+		if s := r.o.Output.Summary(obj); s != "" {
+			return s
+		}
+	}
+	if d, ok := obj.(*jsondoc.Doc); ok {
+		return string(d.JSON())
+	}
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
