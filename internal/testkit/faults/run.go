@@ -206,17 +206,18 @@ func (r *run) setup() {
 	r.keyFwd = r.forwarder(r.memberAddrs()[r.pinned])
 	var addrs, nodesAddrs []string
 	for i := range 2 {
-		addr, err := embedetcd.FreeAddrOn(host)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// serve reaches etcd through forwarders of its own, for the
-		// silent-serve-etcd fault.
+		// silent-serve-etcd fault. They listen first: a free port picked
+		// for serve before them could be the one a forwarder then takes.
 		var fwd []*netfault.Forwarder
 		var eps []string
 		for _, m := range r.memberAddrs() {
 			f := r.forwarder(m)
 			fwd, eps = append(fwd, f), append(eps, "http://"+f.Addr())
+		}
+		addr, err := embedetcd.FreeAddrOn(host)
+		if err != nil {
+			t.Fatal(err)
 		}
 		r.rng.Shuffle(len(eps), func(i, j int) { eps[i], eps[j] = eps[j], eps[i] })
 		s, err := StartServer(r.cfg.Bin, r.cfg.Env, addr, "--etcd", strings.Join(eps, ","), "--node-id", fmt.Sprintf("replica%d", i))
