@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -120,7 +121,13 @@ func helpFlag() cli.Flag {
 // normalizeArgs rewrites a command line into the shape urfave/cli parses
 // (cmdline.Normalize), given the flags of the command it names.
 func normalizeArgs(app *cli.App, args []string) ([]string, error) {
-	if len(args) == 0 || args[len(args)-1] == "--generate-bash-completion" {
+	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
+		// Completing: nothing may run. urfave/cli runs the command when a
+		// "--" is on the line (`nodewatch key --<TAB>` asks with one), so
+		// it goes; what is completed, urfave/cli reads from os.Args.
+		return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--" }), nil
+	}
+	if len(args) == 0 {
 		return args, nil
 	}
 	var cmd *cli.Command

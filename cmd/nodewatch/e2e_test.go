@@ -369,6 +369,17 @@ func TestE2EEnvAndCompletion(t *testing.T) {
 		t.Fatalf("NODEWATCH_CURATOR: exit %d, %q; want 3 naming %s", code, errOut, dead)
 	}
 
+	// `nodewatch key --<TAB>` asks with a "--" on the line: it completes
+	// flags and never starts a watch (with etcd reachable, one on a key
+	// named --generate-bash-completion would never end).
+	for _, sub := range []string{"key", "node"} {
+		cmd := command(t, sub, "--", "--generate-bash-completion")
+		cmd.Env = append(cmd.Env, "NODEWATCH_ETCD="+ep, "NODEWATCH_CURATOR="+ep)
+		if code, out, errOut := runCmd(t, cmd); code != 0 || !strings.Contains(out, "--timeout\n") || strings.Contains(out, "batch_done") {
+			t.Errorf("%s -- --generate-bash-completion: exit %d, %q, %q; want the flags", sub, code, out, errOut)
+		}
+	}
+
 	code, out, _ := runCmd(t, command(t, "--generate-bash-completion"))
 	for _, sub := range []string{"nodes", "node", "key", "serve", "sim", "completion"} {
 		if code != 0 || !strings.Contains(out, sub+"\n") {
