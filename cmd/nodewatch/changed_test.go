@@ -4,35 +4,45 @@ import (
 	"strings"
 	"testing"
 
+
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
 // changes follows one watch as NDJSON and one as -o text, makes each
-// change with step and waits for both to print it. It returns the
-// NDJSON lines, then "# -o text" and the text lines without their time.
+// change with step and waits for the NDJSON watch to print it. -o text
+// prints no batch line after a single change, so its lines are read at
+// the end, up to the line of end: one more object, named endMark, which
+// the lines leave out. It returns the NDJSON lines, then "# -o text" and
+// the text lines without their time.
 type changes struct {
 	json, text *proc
 	got, texts []string
+	end        func()
 }
 
-func followChanges(t *testing.T, args ...string) *changes {
+const endMark = "zz-end"
+
+func followChanges(t *testing.T, end func(), args ...string) *changes {
 	t.Helper()
-	c := &changes{json: start(t, args...), text: start(t, append(args, "-o", "text")...)}
+	c := &changes{json: start(t, args...), text: start(t, append(args, "-o", "text")...), end: end}
 	c.json.batch(t)
-	c.textBatch(t)
+	c.textLines(t)
 	return c
 }
 
-// textBatch returns the -o text lines up to the next batch line, without
-// their time.
-func (c *changes) textBatch(t *testing.T) {
+// textLines reads the -o text lines, without their time, up to the next
+// batch line, or up to the end mark's line (left out).
+func (c *changes) textLines(t *testing.T) {
 	t.Helper()
 	for {
 		l := c.text.next(t)
 		if len(l) > 9 && l[2] == ':' && l[5] == ':' {
 			l = l[9:] // "15:04:05 "
+		}
+		if strings.Contains(l, endMark) {
+			return
 		}
 		c.texts = append(c.texts, l)
 		if strings.HasPrefix(l, "batch ") {
@@ -45,11 +55,12 @@ func (c *changes) step(t *testing.T, change func()) {
 	t.Helper()
 	change()
 	c.got = append(c.got, c.json.batch(t)...)
-	c.textBatch(t)
 }
 
 func (c *changes) golden(t *testing.T) {
 	t.Helper()
+	c.end()
+	c.textLines(t)
 	golden(t, append(append(c.got, "# -o text"), c.texts...))
 }
 
@@ -62,7 +73,8 @@ func TestKeyChanged(t *testing.T) {
 		"/c/text", "hello",
 		"/c/binary", "\xff\x00",
 	)
-	c := followChanges(t, "key", "--etcd", ep, "--prefix", "/c/")
+	end := func() { etcdtest.Put(t, cl, "/c/"+endMark, "1") }
+	c := followChanges(t, end, "key", "--etcd", ep, "--prefix", "/c/")
 	put := func(k, v string) func() { return func() { etcdtest.Put(t, cl, k, v) } }
 	c.step(t, put("/c/json", `{"a":{"b":2,"c":"same"},"list":[1,2],"gone":true}`))             // nested
 	c.step(t, put("/c/json", `{"a":{"b":2,"c":"same"},"list":[1,3],"gone":true}`))             // an element
@@ -84,7 +96,8 @@ func TestNodesChanged(t *testing.T) {
 	n.Labels = &commonpb.NodeLabels{Pairs: []*commonpb.NodeLabels_Pair{{Key: "zone", Value: "a"}}}
 	putNode(t, cl, n)
 	addr, _ := serve(t, ep)
-	c := followChanges(t, "nodes", "--curator", addr)
+	end := func() { putNode(t, cl, node(endMark, commonpb.NodeState_NODE_STATE_NEW, "")) }
+	c := followChanges(t, end, "nodes", "--curator", addr)
 	change := func(edit func(n *apipb.Node)) func() {
 		return func() {
 			edit(n)

@@ -87,6 +87,9 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	b := &e.line
 	b.Reset()
 	if e.opts.Format == Text {
+		if ev.Type == nodeset.BatchDone && !telling(ev) {
+			return e.Flush() // the batch's one line said it all
+		}
 		e.text(b, ev)
 		return e.write(b.Bytes(), ev)
 	}
@@ -246,6 +249,14 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 	if ev.Type == nodeset.Updated {
 		e.textChanges(b, ev)
 	}
+}
+
+// telling reports whether the batch line of ev tells a person something
+// its event lines did not (-o text): a batch of one change says nothing
+// more; the initial state, a resync, several events at once, or a batch
+// that printed none (an --until or --heartbeat that needed it) do.
+func telling(ev nodeset.Event) bool {
+	return ev.Cause != nodeset.CauseChange || ev.Counts.New+ev.Counts.Updated+ev.Counts.Deleted != 1
 }
 
 func (e *Encoder) color(b *bytes.Buffer, code string) {

@@ -156,6 +156,34 @@ func TestEncoderText(t *testing.T) {
 	}
 }
 
+// TestEncoderTextBatchLines: -o text prints a batch line only where it
+// says more than the batch's event lines: not after a single change.
+func TestEncoderTextBatchLines(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
+	one := nodeset.Counts{Updated: 1}
+	for _, c := range []struct {
+		name  string
+		batch nodeset.Event
+		shown bool
+	}{
+		{"one change", nodeset.Event{Cause: nodeset.CauseChange, Synced: true, Counts: one}, false},
+		{"two changes", nodeset.Event{Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1, Deleted: 1}}, true},
+		{"no change printed", nodeset.Event{Cause: nodeset.CauseChange, Synced: true}, true},
+		{"the initial state, one object", nodeset.Event{Cause: nodeset.CauseInitial, Synced: true, Counts: nodeset.Counts{New: 1}}, true},
+		{"a resync of one change", nodeset.Event{Cause: nodeset.CauseResync, Synced: true, Counts: one}, true},
+	} {
+		var buf bytes.Buffer
+		e := NewEncoder(&buf, Options{Format: Text, Now: at})
+		c.batch.Type, c.batch.Batch = nodeset.BatchDone, 2
+		if err := e.Encode(c.batch); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(buf.String(), "batch 2"); got != c.shown {
+			t.Errorf("%s: batch line shown %v, want %v: %q", c.name, got, c.shown, buf.String())
+		}
+	}
+}
+
 // TestEncoderTextChanges: an update in -o text shows each changed path as
 // "path: old → new" under ChangeRoot, values shortened to the width.
 func TestEncoderTextChanges(t *testing.T) {
