@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"slices"
+	"errors"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -194,11 +194,11 @@ func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
 	if !c.IsSet("mgmt") {
 		return nil, onlyExported()
 	}
-	if !slices.Contains(etcdkv.MgmtAreas(), area) {
-		return nil, usagef("--mgmt: unknown area %q (want %s)", area, strings.Join(etcdkv.MgmtAreas(), ", "))
-	}
 	m, err := etcdkv.MgmtArea(area, c.String("mgmt-namespace"))
-	if err != nil {
+	switch {
+	case errors.Is(err, etcdkv.ErrUnknownArea):
+		return nil, usagef("--mgmt: %v", err)
+	case err != nil:
 		return nil, usagef("--mgmt-namespace: %v", err)
 	}
 	if err := onlyExported(); area != "exported" && err != nil {

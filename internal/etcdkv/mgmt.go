@@ -2,6 +2,7 @@ package etcdkv
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,6 +48,10 @@ var mgmtAreas = map[string][]mgmtRule{
 	"deploy": {{"/deploy/{id}/payload", ValueGob}, {"/deploy/{id}/hash", ValueText}},
 }
 
+// ErrUnknownArea is wrapped by MgmtArea's error for an area mgmt does not
+// have.
+var ErrUnknownArea = errors.New("unknown area")
+
 // MgmtAreas returns the names of mgmt's areas, sorted.
 func MgmtAreas() []string {
 	var names []string
@@ -62,7 +67,7 @@ func MgmtAreas() []string {
 func MgmtArea(area, ns string) (*Mgmt, error) {
 	rules, ok := mgmtAreas[area]
 	if !ok {
-		return nil, fmt.Errorf("unknown area %q (want %s)", area, strings.Join(MgmtAreas(), ", "))
+		return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownArea, area, strings.Join(MgmtAreas(), ", "))
 	}
 	trimmed := strings.TrimSuffix(ns, "/")
 	if !strings.HasPrefix(trimmed, "/") {

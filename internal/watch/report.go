@@ -71,7 +71,7 @@ func (r *run) untilMet() (bool, error) {
 // eachMet reports whether every object (at least one), or at least
 // AtLeast of them, satisfy Each.
 func (r *run) eachMet() (bool, error) {
-	meeting, total, err := r.count(r.ctx, nil)
+	meeting, total, err := r.count(r.ctx, true, nil)
 	if err != nil {
 		return false, err
 	}
@@ -82,13 +82,13 @@ func (r *run) eachMet() (bool, error) {
 }
 
 // count counts the objects that satisfy Each, and calls unmet (if set)
-// with each that does not. An evaluation error counts as not satisfied,
-// as Strict says.
-func (r *run) count(ctx context.Context, unmet func(id string, obj any)) (meeting, total int, err error) {
+// with each that does not. An evaluation error counts as not satisfied;
+// with warn, it is also a warning, or with Strict the error returned.
+func (r *run) count(ctx context.Context, warn bool, unmet func(id string, obj any)) (meeting, total int, err error) {
 	r.fol.Set().Ascend(func(id string, obj any) bool {
 		total++
 		ok, evalErr := r.o.Each.Truthy(ctx, jsondoc.TreeOf(obj))
-		if evalErr != nil && ctx == r.ctx {
+		if evalErr != nil && warn {
 			if err = r.evalError(id, evalErr); err != nil {
 				return false
 			}
@@ -110,7 +110,7 @@ func (r *run) report() *Report {
 	rep := &Report{Objects: r.fol.Set().Len(), Events: r.res.Events, Batches: r.res.Batches}
 	ctx := context.Background()
 	if r.o.Each != nil {
-		meeting, _, _ := r.count(ctx, func(id string, obj any) {
+		meeting, _, _ := r.count(ctx, false, func(id string, obj any) {
 			if len(rep.Unmet) == MaxUnmet {
 				rep.MoreUnmet++
 				return
