@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the checked-in Go code for the Monogon Metropolis Curator wire
-# types (proto/ -> internal/curator/{apipb,commonpb,versionpb,mgmtpb}).
+# types (third_party/proto/ -> internal/curator/{apipb,commonpb,versionpb,mgmtpb}).
 #
 # Works from a fresh machine: installs protoc from Debian if it is missing and
 # installs pinned protoc-gen-go / protoc-gen-go-grpc into ./.bin. Idempotent:
@@ -52,16 +52,16 @@ for d in "${OUT_DIRS[@]}"; do
 done
 
 PROTOS=(
-	proto/version/spec/spec.proto
-	proto/metropolis/proto/common/common.proto
-	proto/metropolis/node/core/curator/proto/api/api.proto
-	proto/metropolis/proto/api/management.proto
+	third_party/proto/version/spec/spec.proto
+	third_party/proto/metropolis/proto/common/common.proto
+	third_party/proto/metropolis/node/core/curator/proto/api/api.proto
+	third_party/proto/metropolis/proto/api/management.proto
 )
 
 PATH="$BIN:$PATH" protoc \
-	--proto_path=proto \
+	--proto_path=third_party/proto \
 	--go_out=. --go_opt=module="$MODULE" \
 	--go-grpc_out=. --go-grpc_opt=module="$MODULE" \
-	"${PROTOS[@]#proto/}"
+	"${PROTOS[@]#third_party/proto/}"
 
 echo "genproto: generated with $(protoc --version), protoc-gen-go $PROTOC_GEN_GO_VERSION, protoc-gen-go-grpc $PROTOC_GEN_GO_GRPC_VERSION"

@@ -266,10 +266,18 @@ fixture_up() {
 	FIXTURE_SERVE_PID=$SERVE_PID
 	CURATOR=$SERVE
 }
+
 fixture_down() {
 	local group=${1:-}
 	stop_proc serve-fixture "$FIXTURE_SERVE_PID" "$group"
 	stop_proc etcd "$FIXTURE_ETCD_PID"
+}
+
+# in_fixture NAME SCRIPT [ACT]: recipe NAME in a fixture of its own.
+in_fixture() {
+	fixture_up
+	recipe "$@"
+	fixture_down
 }
 
 # node_ids FILTER: ids of the fixture's node records for which the jq FILTER is true.
@@ -400,6 +408,13 @@ CURL_TLS=()
 
 # wait_etcd_watch BASE: until etcd has more watchers than BASE. A key watch is created
 # after its listing, from the next revision: every write after this is a change to it.
+# wait_new_etcd_watch: until etcd has more watchers than it has now.
+wait_new_etcd_watch() {
+	local base
+	base=$(etcd_watchers)
+	wait_etcd_watch "$base"
+}
+
 wait_etcd_watch() {
 	for _ in $(seq 300); do
 		(($(etcd_watchers) > $1)) && return 0
@@ -642,9 +657,7 @@ new_node() { # new_node ID ADDR: a NEW node (a copy of the first record, renamed
 # Quick start, block 1, last line: waits (up to 1m) for five UP nodes; the fixture has
 # three; once the initial state is out, the other two come up, one after the other.
 act_qs_until() { wait_out '"batch_done"' && up_nodes '"batch":%d,' 2; }
-fixture_up
-recipe quickstart-1-until-five-up "$(readme_cmd "$QS" 1 'nodewatch nodes --until')" act_qs_until
-fixture_down
+in_fixture quickstart-1-until-five-up "$(readme_cmd "$QS" 1 'nodewatch nodes --until')" act_qs_until
 
 # Recipes 2: three nodes up and healthy; all five must be UP and HEALTHY (all(...)): once
 # the initial state is out, the two others come UP, one after the other; then every
@@ -658,9 +671,7 @@ act_health() {
 	done
 	etxn "${args[@]}"
 }
-fixture_up
-recipe recipes-2-wait-three-healthy "$(readme_block "$RC" 2)" act_health
-fixture_down
+in_fixture recipes-2-wait-three-healthy "$(readme_block "$RC" 2)" act_health
 
 # Recipes 3: the loop never ends: `break` after its first reaction (as the tests do).
 # A node joins once the recipe has its initial state; more join until the pipeline ends.
@@ -671,17 +682,13 @@ act_join() {
 	kick join_more
 }
 join_more() { local id; id=$(printf 'metropolis-0000000000000000000000000000bb%02d' "$1"); etxn "/nodes/$id" "$(new_node "$id" "10.9.1.$1")"; }
-fixture_up
-recipe recipes-3-react-to-new-node "$(adapt "$(readme_block "$RC" 3)" '0,/^done$/s//break; done/')" act_join
-fixture_down
+in_fixture recipes-3-react-to-new-node "$(adapt "$(readme_block "$RC" 3)" '0,/^done$/s//break; done/')" act_join
 
 # Recipes 4: /config/app is {"v":"initial"} in the fixture; once the recipe's watch
 # exists: {"v":1}, the same value again (no reload), {"v":2}, then the key is deleted,
 # which ends it. reload-app is a function that echoes its argument.
 act_config() {
-	local base
-	base=$(etcd_watchers)
-	wait_etcd_watch "$base" || return
+	wait_new_etcd_watch || return
 	etxn /config/app '{"v":1}'
 	wait_out '^reload-app \{"v":1\}' || return
 	etxn /config/app '{"v":1}'
@@ -689,9 +696,7 @@ act_config() {
 	wait_out '^reload-app \{"v":2\}' || return
 	etxn /config/app -DELETE-
 }
-fixture_up
-recipe recipes-4-follow-config-key "$(readme_block "$RC" 4)" act_config
-fixture_down
+in_fixture recipes-4-follow-config-key "$(readme_block "$RC" 4)" act_config
 
 # Recipes 5: never ends: `| head -n 1` (as the tests do). Once the recipe has its initial
 # state, one UP node gets a new address; more addresses follow until the pipeline ends.
@@ -723,47 +728,33 @@ churn() {
 	etxn "/nodes/$id" "$(new_node "$id" 10.9.2.1)"
 	etxn "/nodes/$id" -DELETE-
 }
-fixture_up
-recipe recipes-7-first-deletion "$(readme_block "$RC" 7)" act_delete
-fixture_down
+in_fixture recipes-7-first-deletion "$(readme_block "$RC" 7)" act_delete
 
 # mgmt 1: follows forever: --count 4 (the two files h3 collects, then one more exported
 # to h3 and the deletion of /tmp/foo, made once the recipe's watch exists).
 act_mgmt_for() {
-	local base
-	base=$(etcd_watchers)
-	wait_etcd_watch "$base" || return
+	wait_new_etcd_watch || return
 	etxn '/_mgmt/exported/h2/h1/file//etc/issue' "not h3's: x"
 	etxn '/_mgmt/exported/h3/h4/file//opt/z' "${GOB['/_mgmt/exported/h3/h4/file//opt/z']}"
 	wait_out '^h4 /opt/z' || return
 	etxn '/_mgmt/exported/*/h1/file//tmp/foo' -DELETE-
 }
-fixture_up
-recipe mgmt-1-files-exported-to-h3 "$(adapt "$(readme_block "$MG" 1)" 's/--kind file \|/--kind file --count 4 |/')" act_mgmt_for
-fixture_down
+in_fixture mgmt-1-files-exported-to-h3 "$(adapt "$(readme_block "$MG" 1)" 's/--kind file \|/--kind file --count 4 |/')" act_mgmt_for
 
 # mgmt 2: ends by itself once h3 exports nginx, which it does once the watch exists.
 act_mgmt_until() {
-	local base
-	base=$(etcd_watchers)
-	wait_etcd_watch "$base" || return
+	wait_new_etcd_watch || return
 	etxn '/_mgmt/exported/*/h3/svc/nginx' "${GOB['/_mgmt/exported/*/h3/svc/nginx']}"
 }
-fixture_up
-recipe mgmt-2-wait-for-nginx "$(readme_block "$MG" 2)" act_mgmt_until
-fixture_down
+in_fixture mgmt-2-wait-for-nginx "$(readme_block "$MG" 2)" act_mgmt_until
 
 # mgmt 3: follows forever: --count 2 (the schedule, then its change to h2,h3 made once
 # the watch exists).
 act_mgmt_sched() {
-	local base
-	base=$(etcd_watchers)
-	wait_etcd_watch "$base" || return
+	wait_new_etcd_watch || return
 	etxn /_mgmt/scheduler/schedule/web h2,h3
 }
-fixture_up
-recipe mgmt-3-scheduler-choice "$(adapt "$(readme_block "$MG" 3)" "s/(--filter '[^']*')/\\1 --count 2/")" act_mgmt_sched
-fixture_down
+in_fixture mgmt-3-scheduler-choice "$(adapt "$(readme_block "$MG" 3)" "s/(--filter '[^']*')/\\1 --count 2/")" act_mgmt_sched
 
 # README: TLS, auth, metroctl, serve with mTLS --------------------------------
 # An etcd with TLS, client certificates required, and auth: users root (certificate),

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -483,4 +482,4 @@ func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
 }
 
 // fanMarker is the id of the record the streams client updates.
-var fanMarker = strings.Repeat("z", 8) + "-fan"
+const fanMarker = "zzzzzzzz-fan"

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/connflags"
 )
 
 // env is what a run may touch of the outside world.
@@ -38,6 +38,11 @@ func (e *env) logf(format string, args ...any) {
 	fmt.Fprintf(e.stderr, "nodewatch: "+format+"\n", args...)
 }
 
+// conn is what parsing the connection flags may touch.
+func (e *env) conn() connflags.Env {
+	return connflags.Env{Getenv: e.getenv, Logf: e.logf, Stdin: e.stdin, Stderr: e.stderr}
+}
+
 // run is nodewatch without the process around it: it parses args, does
 // the work and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -47,8 +52,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runEnv is run in the environment e (tests give their own).
 func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
-	args, err := normalizeArgs(app, args)
-	if err == nil {
+	args, err := cmdline.Args(app, args)
+	if err != nil {
+		err = cmdline.Usage(err)
+	} else {
 		err = app.RunContext(ctx, append([]string{"nodewatch"}, args...))
 	}
 	if err != nil && ctx.Err() != nil {
@@ -62,13 +69,7 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 }
 
 func newApp(e *env) *cli.App {
-	onUsage := func(c *cli.Context, err error, _ bool) error {
-		flags := c.App.Flags
-		if c.Command != nil && c.Command.Name != "" {
-			flags = c.Command.Flags
-		}
-		return usage(cmdline.Explain(err, flagKinds(flags)))
-	}
+	onUsage := cmdline.OnUsageError(cmdline.Usage)
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
@@ -106,9 +107,9 @@ func newApp(e *env) *cli.App {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("unknown command %q (try nodewatch --help)", c.Args().First())
+				return cmdline.Usagef("unknown command %q (try nodewatch --help)", c.Args().First())
 			}
-			return usagef("no command given (try nodewatch --help)")
+			return cmdline.Usagef("no command given (try nodewatch --help)")
 		},
 	}
 }
@@ -116,60 +117,6 @@ func newApp(e *env) *cli.App {
 // helpFlag is --help, -h: a flag value for one command of one run.
 func helpFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
-}
-
-// normalizeArgs rewrites a command line into the shape urfave/cli parses
-// (cmdline.Normalize), given the flags of the command it names.
-func normalizeArgs(app *cli.App, args []string) ([]string, error) {
-	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
-		// Completing: nothing may run. urfave/cli runs the command when a
-		// "--" is on the line (`nodewatch key --<TAB>` asks with one), so
-		// it goes; what is completed, urfave/cli reads from os.Args.
-		return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--" }), nil
-	}
-	if len(args) == 0 {
-		return args, nil
-	}
-	var cmd *cli.Command
-	for _, c := range app.Commands {
-		if c.HasName(args[0]) {
-			cmd = c
-		}
-	}
-	if cmd == nil {
-		return args, nil
-	}
-	takesValue := map[string]bool{}
-	for name, k := range flagKinds(cmd.Flags) {
-		takesValue[name] = k != cmdline.Bool
-	}
-	rest, err := cmdline.Normalize(args[1:], takesValue)
-	if err != nil {
-		return nil, usage(err)
-	}
-	return append(args[:1:1], rest...), nil
-}
-
-// flagKinds says what each flag takes, by every name it has.
-func flagKinds(flags []cli.Flag) map[string]cmdline.Kind {
-	kinds := map[string]cmdline.Kind{}
-	for _, f := range flags {
-		k := cmdline.String
-		switch f.(type) {
-		case *cli.BoolFlag:
-			k = cmdline.Bool
-		case *cli.DurationFlag:
-			k = cmdline.Duration
-		case *cli.IntFlag, *cli.Int64Flag:
-			k = cmdline.Int
-		case *cli.Float64Flag:
-			k = cmdline.Float
-		}
-		for _, n := range f.Names() {
-			kinds[n] = k
-		}
-	}
-	return kinds
 }
 
 // action is a command's Action: parse its options from the flags, then run

@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+
 	"github.com/nodewatch/nodewatch/completions"
 	"github.com/nodewatch/nodewatch/docs"
 )
@@ -21,7 +23,7 @@ func completionCommand(e *env, app func() *cli.App) *cli.Command {
 		Description: docs.Help("completion"),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usagef("completion: want one shell (bash, zsh or fish), got %d arguments", c.NArg())
+				return cmdline.Usagef("completion: want one shell (bash, zsh or fish), got %d arguments", c.NArg())
 			}
 			script, err := completionScript(c.Args().First(), app)
 			if err != nil {
@@ -48,5 +50,5 @@ func completionScript(shell string, app func() *cli.App) (string, error) {
 		script = strings.ReplaceAll(script, "`", "")
 		return script + "complete -c nodewatch -n '__fish_nodewatch_no_subcommand' -f\n", err
 	}
-	return "", usagef("completion: want bash, zsh or fish, got %q", shell)
+	return "", cmdline.Usagef("completion: want bash, zsh or fish, got %q", shell)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/version"
 )
@@ -20,7 +22,7 @@ func versionCommand(e *env) *cli.Command {
 		Description: docs.Help("version"),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("version takes no arguments")
+				return cmdline.Usagef("version takes no arguments")
 			}
 			_, err := fmt.Fprint(e.stdout, version.Text(debug.ReadBuildInfo()))
 			return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
@@ -18,7 +19,7 @@ import (
 const (
 	exitOK          = 0
 	exitFailure     = 1
-	exitUsage       = 2
+	exitUsage       = cmdline.ExitUsage
 	exitUnavailable = 3
 	exitTimeout     = 124
 	exitInterrupted = 130
@@ -116,26 +117,6 @@ func wrap(text string, width int) string {
 	return b.String()
 }
 
-// exitError is an error that chooses the exit code: only nodewatch's own
-// errors do. gojq's errors carry an ExitCode too (error: 5,
-// halt_error(N): N), which must not leak.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-func (e *exitError) ExitCode() int { return e.code }
-
-// usagef is a bad flag, argument or jq expression (exit 2).
-func usagef(format string, args ...any) error {
-	return &exitError{exitUsage, fmt.Errorf(format, args...)}
-}
-
-// usage marks err as a usage error.
-func usage(err error) error { return &exitError{exitUsage, err} }
-
 // stopError turns how a watch ended into the command's result; target
 // names what was watched ("etcd at …"), timeout is --timeout, goal
 // describes the goal that was set.
@@ -149,9 +130,9 @@ func stopError(res watch.Result, err error, target string, timeout time.Duration
 		switch {
 		case !res.Received:
 			// Never connected: that is "unavailable", whatever the goal.
-			return &exitError{exitUnavailable, fmt.Errorf("no connection to %s within --timeout %v", target, timeout)}
+			return &cmdline.Error{Code: exitUnavailable, Err: fmt.Errorf("no connection to %s within --timeout %v", target, timeout)}
 		case res.GoalUnmet:
-			return &exitError{exitTimeout, fmt.Errorf("timed out before %s", goal)}
+			return &cmdline.Error{Code: exitTimeout, Err: fmt.Errorf("timed out before %s", goal)}
 		}
 		return nil
 	}
@@ -161,12 +142,12 @@ func stopError(res watch.Result, err error, target string, timeout time.Duration
 // exitCode returns the exit code for err and whether err deserves a
 // message on stderr.
 func exitCode(err error) (code int, report bool) {
-	var own *exitError
+	var own *cmdline.Error
 	switch {
 	case err == nil:
 		return exitOK, false
 	case errors.As(err, &own):
-		return own.code, true
+		return own.Code, true
 	case errors.Is(err, dial.ErrUnavailable):
 		return exitUnavailable, true
 	case errors.Is(err, context.Canceled): // SIGINT, SIGTERM

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -64,41 +63,28 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	}, dialTimeout: c.Duration("dial-timeout")}
 	o.Output.Timestamps = c.Bool("timestamps")
 	if o.Heartbeat < 0 || (c.IsSet("heartbeat") && o.Heartbeat < 100*time.Millisecond) {
-		return nil, usagef("--heartbeat: must be at least 100ms, got %v", o.Heartbeat)
+		return nil, cmdline.Usagef("--heartbeat: must be at least 100ms, got %v", o.Heartbeat)
 	}
 	var err error
 	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
-		return nil, usagef("--output: %v", err)
+		return nil, cmdline.Usagef("--output: %v", err)
 	}
 	if o.Count < 0 {
-		return nil, usagef("--count: must not be negative, got %d", o.Count)
+		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
 	}
 	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
 	switch {
 	case c.IsSet("at-least") && c.String("each") == "":
-		return nil, usagef("--at-least: only with --each")
+		return nil, cmdline.Usagef("--at-least: only with --each")
 	case o.AtLeast < 0 || c.IsSet("at-least") && o.AtLeast == 0:
-		return nil, usagef("--at-least: must be at least 1, got %d", o.AtLeast)
+		return nil, cmdline.Usagef("--at-least: must be at least 1, got %d", o.AtLeast)
 	}
 	if o.Timeout < 0 || o.dialTimeout <= 0 {
-		return nil, usagef("--timeout and --dial-timeout must be positive")
+		return nil, cmdline.Usagef("--timeout and --dial-timeout must be positive")
 	}
-	var vars jq.Vars
-	for _, a := range c.StringSlice("arg") {
-		name, value, ok := strings.Cut(a, cmdline.ArgSep)
-		if !ok {
-			return nil, usagef("--arg: want NAME VALUE, got %q", a)
-		}
-		vars.Add(name, value)
-	}
-	for _, a := range c.StringSlice("argjson") {
-		name, value, ok := strings.Cut(a, cmdline.ArgSep)
-		if !ok {
-			return nil, usagef("--argjson: want NAME JSON, got %q", a)
-		}
-		if err := vars.AddJSON(name, value); err != nil {
-			return nil, usagef("--argjson %s: %v", name, err)
-		}
+	vars, err := cmdline.JQVars(c)
+	if err != nil {
+		return nil, cmdline.Usage(err)
 	}
 	equals := c.String("equals")
 	if !c.IsSet("equals") {
@@ -113,7 +99,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		}
 		prog, err := jq.Compile(p.flag, p.expr, vars)
 		if err != nil {
-			return nil, usage(err)
+			return nil, cmdline.Usage(err)
 		}
 		*p.dst = prog
 	}
@@ -128,7 +114,7 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		}
 		prog, err := jq.Compile("--filter", expr, vars)
 		if err != nil {
-			return nil, usage(err)
+			return nil, cmdline.Usage(err)
 		}
 		o.Filter = prog
 	}
@@ -178,42 +164,8 @@ func (o *watchOptions) goal() string {
 // report tells why a run ended without its goal: on stderr, and as JSON
 // into --report FILE.
 func (o *watchOptions) report(e *env, res watch.Result) error {
-	r := res.Report
-	switch {
-	case o.List && r.Objects == 1:
-		e.logf("report: 1 object")
-	case o.List:
-		e.logf("report: %d objects", r.Objects)
-	case !*r.EverSeen:
-		e.logf("report: %s was never seen", o.what)
-	case r.Objects == 0:
-		e.logf("report: %s was seen, and is gone", o.what)
-	default:
-		e.logf("report: %s is there", o.what)
-	}
-	if o.Count > 0 {
-		e.logf("report: %d of %d events printed", r.Events, o.Count)
-	}
-	if r.Meeting != nil {
-		want := "all"
-		if o.AtLeast > 0 {
-			want = fmt.Sprintf("at least %d", o.AtLeast)
-		}
-		e.logf("report: %d meet --each (want %s)", *r.Meeting, want)
-		for _, u := range r.Unmet {
-			e.logf("report:   not met: %s  %s", u.ID, u.Summary)
-		}
-		if r.MoreUnmet > 0 {
-			e.logf("report:   and %d more not met", r.MoreUnmet)
-		}
-	}
-	if o.Until != nil {
-		if r.UntilError != "" {
-			e.logf("report: --until over the last view: %s", r.UntilError)
-		} else {
-			v, _ := json.Marshal(r.UntilValue)
-			e.logf("report: --until over the last view: %s", v)
-		}
+	for _, line := range res.Report.Lines(o.Options, o.what) {
+		e.logf("report: %s", line)
 	}
 	if o.reportFile == "" {
 		return nil
@@ -222,7 +174,7 @@ func (o *watchOptions) report(e *env, res watch.Result) error {
 		Stop string `json:"stop"`
 		Goal string `json:"goal"`
 		*watch.Report
-	}{res.Stop.String(), o.goal(), r}, "", "  ")
+	}{res.Stop.String(), o.goal(), res.Report}, "", "  ")
 	if err == nil {
 		err = os.WriteFile(o.reportFile, append(b, '\n'), 0o644)
 	}

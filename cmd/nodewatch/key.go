@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/connflags"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
@@ -24,7 +26,7 @@ type keyOptions struct {
 
 func keyCommand(e *env) *cli.Command {
 	return subcommand("key", "watch one etcd key, or every key under a prefix", "KEY | --mgmt AREA",
-		append(append(append(etcdFlags(),
+		append(append(append(connflags.Etcd(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
@@ -39,11 +41,11 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	switch {
 	case preset != nil && c.NArg() != 0:
-		return nil, usagef("key: --mgmt takes no KEY (it watches %s)", preset.Key)
+		return nil, cmdline.Usagef("key: --mgmt takes no KEY (it watches %s)", preset.Key)
 	case preset == nil && c.NArg() != 1:
-		return nil, usagef("key: want exactly one KEY, got %d arguments", c.NArg())
+		return nil, cmdline.Usagef("key: want exactly one KEY, got %d arguments", c.NArg())
 	case preset == nil && c.Args().First() == "" && !c.Bool("prefix"):
-		return nil, usagef(`key: KEY must not be empty (to watch every key: --prefix "")`)
+		return nil, cmdline.Usagef(`key: KEY must not be empty (to watch every key: --prefix "")`)
 	}
 	alsoFilter := ""
 	if preset != nil {
@@ -55,20 +57,20 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	mode, err := etcdkv.ParseValueMode(c.String("value"))
 	if err != nil {
-		return nil, usagef("--value: %v", err)
+		return nil, cmdline.Usagef("--value: %v", err)
 	}
-	eo, err := parseEtcdOptions(c, e)
+	eo, err := connflags.ParseEtcd(c, e.conn())
 	if err != nil {
 		return nil, err
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}}
 	if c.IsSet("key-pattern") {
 		if preset != nil {
-			return nil, usagef("--key-pattern: --mgmt names the segments itself")
+			return nil, cmdline.Usagef("--key-pattern: --mgmt names the segments itself")
 		}
 		p, err := etcdkv.ParseKeyPattern(c.String("key-pattern"))
 		if err != nil {
-			return nil, usagef("--key-pattern: %v", err)
+			return nil, cmdline.Usagef("--key-pattern: %v", err)
 		}
 		o.rules.Rules = []etcdkv.Rule{{Pattern: p, Value: mode}}
 	}
@@ -107,65 +109,6 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	})
 }
 
-// etcdFlags are the connection flags for etcd.
-func etcdFlags() []cli.Flag {
-	return append([]cli.Flag{
-		&cli.StringFlag{Name: "etcd", Value: "127.0.0.1:2379", EnvVars: []string{"NODEWATCH_ETCD"}, Usage: "etcd endpoints, comma-separated `URL[,URL…]`"},
-		&cli.StringFlag{Name: "user", EnvVars: []string{"NODEWATCH_USER"}, Usage: "etcd user `NAME[:PASSWORD]`; without a password, from NODEWATCH_PASSWORD or asked on the terminal"},
-	}, append(tlsFlags(), keepaliveFlags()...)...)
-}
-
-// parseEtcdOptions reads etcdFlags (all but --dial-timeout, which is the
-// command's). A --user without a password asks for one on the terminal.
-func parseEtcdOptions(c *cli.Context, e *env) (etcdkv.Config, error) {
-	o := etcdkv.Config{Endpoints: splitList(c.String("etcd"))}
-	if len(o.Endpoints) == 0 {
-		return o, usagef("--etcd: no endpoint given")
-	}
-	ct, err := parseClientTLS(c, e, false)
-	if err != nil {
-		return o, err
-	}
-	var plain, secure string // an http:// and an https:// endpoint
-	for _, ep := range o.Endpoints {
-		switch {
-		case strings.HasPrefix(ep, "http://"):
-			plain = ep
-		case strings.HasPrefix(ep, "https://"):
-			secure = ep
-		}
-	}
-	switch {
-	case plain != "" && secure != "":
-		return o, usagef("--etcd: %s is plaintext and %s is TLS: give all endpoints one scheme (or HOST:PORT)", plain, secure)
-	case plain != "" && ct.Config != nil:
-		return o, usagef("--etcd %s: http:// is plaintext, but the TLS flags ask for TLS: use https:// or HOST:PORT", plain)
-	case secure != "" && ct.Config == nil:
-		ct.Config = &tls.Config{MinVersion: tls.VersionTLS12} // the system's roots
-	}
-	o.TLS = &ct.TLS
-	if o.Keepalive, err = parseKeepalive(c); err != nil {
-		return o, err
-	}
-	if u := c.String("user"); u != "" {
-		if o.Username, o.Password, err = etcdUser(c.Context, e, u); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // mgmtFlags are key's flags for following an area of mgmt's World
 // (etcdkv.Mgmt).
 func mgmtFlags() []cli.Flag {
@@ -186,7 +129,7 @@ func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
 	onlyExported := func() error {
 		for _, f := range selections {
 			if c.IsSet(f) {
-				return usagef("--%s: only with --mgmt exported", f)
+				return cmdline.Usagef("--%s: only with --mgmt exported", f)
 			}
 		}
 		return nil
@@ -197,9 +140,9 @@ func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
 	m, err := etcdkv.MgmtArea(area, c.String("mgmt-namespace"))
 	switch {
 	case errors.Is(err, etcdkv.ErrUnknownArea):
-		return nil, usagef("--mgmt: %v", err)
+		return nil, cmdline.Usagef("--mgmt: %v", err)
 	case err != nil:
-		return nil, usagef("--mgmt-namespace: %v", err)
+		return nil, cmdline.Usagef("--mgmt-namespace: %v", err)
 	}
 	if err := onlyExported(); area != "exported" && err != nil {
 		return nil, err
@@ -211,7 +154,7 @@ func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
 	}
 	if c.IsSet("for") {
 		if err := m.CollectFor(c.String("for")); err != nil {
-			return nil, usagef("--for: %v", err)
+			return nil, cmdline.Usagef("--for: %v", err)
 		}
 	}
 	return m, nil

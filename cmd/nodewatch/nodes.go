@@ -2,32 +2,25 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/connflags"
+
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
-	"github.com/nodewatch/nodewatch/internal/dial"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
 type nodesOptions struct {
 	*watchOptions
-	endpoints []string
-	tls       *dial.TLS
-	// metroctlDefault: the credentials are metroctl's, found in this
-	// directory without a flag naming it.
-	metroctlDefault string
-	nodeID          string        // "" for every node
-	health          time.Duration // poll GetNodes this often; 0: no health
-	keepalive       dial.Keepalive
+	conn   *connflags.CuratorConn
+	nodeID string        // "" for every node
+	health time.Duration // poll GetNodes this often; 0: no health
 }
 
 func nodesCommand(e *env) *cli.Command {
@@ -37,7 +30,7 @@ func nodesCommand(e *env) *cli.Command {
 		Description: docs.Help("nodes"),
 	}, func(c *cli.Context) (string, error) {
 		if c.NArg() != 0 {
-			return "", usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
+			return "", cmdline.Usagef("nodes: no arguments expected, got %q (did you mean: nodewatch node ID?)", c.Args().First())
 		}
 		return "", nil
 	})
@@ -52,9 +45,9 @@ func nodeCommand(e *env) *cli.Command {
 	}, func(c *cli.Context) (string, error) {
 		switch {
 		case c.NArg() != 1:
-			return "", usagef("node: want exactly one node ID, got %d arguments", c.NArg())
+			return "", cmdline.Usagef("node: want exactly one node ID, got %d arguments", c.NArg())
 		case c.Args().First() == "":
-			return "", usagef("node: the node ID must not be empty")
+			return "", cmdline.Usagef("node: the node ID must not be empty")
 		}
 		return c.Args().First(), nil
 	})
@@ -64,7 +57,7 @@ func nodeCommand(e *env) *cli.Command {
 // flags, and an action that takes the node ID (or "" for every node) from
 // nodeID, then parses and runs.
 func curatorCommand(e *env, c *cli.Command, nodeID func(*cli.Context) (string, error)) *cli.Command {
-	c.Flags = append(append(curatorFlags(), healthFlags()...), watchFlags()...)
+	c.Flags = append(append(connflags.Curator(), healthFlags()...), watchFlags()...)
 	c.Action = func(c *cli.Context) error {
 		id, err := nodeID(c)
 		if err != nil {
@@ -84,25 +77,17 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	if err != nil {
 		return nil, err
 	}
-	o := &nodesOptions{watchOptions: w, nodeID: nodeID, endpoints: splitList(c.String("curator"))}
-	if len(o.endpoints) == 0 {
-		return nil, usagef("--curator: no endpoint given")
-	}
-	ct, err := parseClientTLS(c, e, true)
-	if err != nil {
-		return nil, err
-	}
-	o.tls, o.metroctlDefault = &ct.TLS, ct.metroctlDefault
-	if o.keepalive, err = parseKeepalive(c); err != nil {
+	o := &nodesOptions{watchOptions: w, nodeID: nodeID}
+	if o.conn, err = connflags.ParseCurator(c, e.conn()); err != nil {
 		return nil, err
 	}
 	if c.Bool("health") {
 		if o.health = c.Duration("health-interval"); o.health <= 0 {
-			return nil, usagef("--health-interval: must be positive, got %v", o.health)
+			return nil, cmdline.Usagef("--health-interval: must be positive, got %v", o.health)
 		}
 	}
 	o.List, o.Confirms = nodeID == "", "connection"
-	o.target = "curator at " + strings.Join(o.endpoints, ",")
+	o.target = "curator at " + strings.Join(o.conn.Endpoints, ",")
 	o.what = "node " + nodeID
 	o.Output.Summary = curator.Summary
 	return o, nil
@@ -110,34 +95,17 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 	src := &client.Client{
-		Endpoints:   o.endpoints,
-		TLS:         o.tls,
+		Endpoints:   o.conn.Endpoints,
+		TLS:         o.conn.TLS,
 		NodeID:      o.nodeID,
 		Logf:        e.logf,
 		DialTimeout: o.dialTimeout,
 
 		HealthInterval: o.health,
-		Keepalive:      o.keepalive,
+		Keepalive:      o.conn.Keepalive,
 		ConfirmEvery:   o.Heartbeat / 2,
 	}
-	err := follow(ctx, e, o.watchOptions, src)
-	if o.metroctlDefault != "" && errors.Is(err, client.ErrUnavailable) {
-		err = fmt.Errorf("%w (with metroctl's credentials in %s, used because they exist; --metroctl-config '' to connect without them)", err, o.metroctlDefault)
-	}
-	return err
-}
-
-// defaultCurator is where `nodes` looks for a Curator, and where `serve`
-// listens, unless told otherwise.
-func defaultCurator() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(curator.DefaultPort))
-}
-
-// curatorFlags are the connection flags for the Curator.
-func curatorFlags() []cli.Flag {
-	return append([]cli.Flag{
-		&cli.StringFlag{Name: "curator", Value: defaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
-	}, append(append(tlsFlags(), curatorTLSFlags()...), keepaliveFlags()...)...)
+	return o.conn.Explain(follow(ctx, e, o.watchOptions, src))
 }
 
 // healthFlags add health to the Curator's nodes.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/connflags"
+
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
@@ -23,8 +26,8 @@ type serveOptions struct {
 
 func serveCommand(e *env) *cli.Command {
 	return subcommand("serve", "serve the Curator Watch API over node records kept in etcd", "",
-		append(etcdFlags(),
-			&cli.StringFlag{Name: "listen", Value: defaultCurator(), Usage: "serve on `HOST:PORT`"},
+		append(connflags.Etcd(),
+			&cli.StringFlag{Name: "listen", Value: connflags.DefaultCurator(), Usage: "serve on `HOST:PORT`"},
 			&cli.StringFlag{Name: "prefix", Value: curator.DefaultPrefix, Usage: "node records live under `PREFIX`"},
 			&cli.StringFlag{Name: "node-id", Value: "nodewatch-serve", Usage: "this server's `ID` in GetCurrentLeader"},
 			&cli.BoolFlag{Name: "insecure", Usage: "allow plaintext on a non-loopback address"},
@@ -44,7 +47,7 @@ func serveCommand(e *env) *cli.Command {
 
 func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	if c.NArg() > 0 {
-		return nil, usagef("serve: takes no arguments, got %q", c.Args().First())
+		return nil, cmdline.Usagef("serve: takes no arguments, got %q", c.Args().First())
 	}
 	o := &serveOptions{insecure: c.Bool("insecure")}
 	o.Listen, o.Prefix, o.NodeID = c.String("listen"), c.String("prefix"), c.String("node-id")
@@ -52,21 +55,21 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	dialTimeout, maxStreams, perConn := c.Duration("dial-timeout"), c.Int("max-streams"), c.Int("max-streams-per-conn")
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
-		return nil, usagef("--listen: %v", err)
+		return nil, cmdline.Usagef("--listen: %v", err)
 	}
 	switch {
 	case o.Prefix == "":
-		return nil, usagef("--prefix: must not be empty")
+		return nil, cmdline.Usagef("--prefix: must not be empty")
 	case dev.Nodes < 1:
-		return nil, usagef("--dev-nodes: must be at least 1, got %d", dev.Nodes)
+		return nil, cmdline.Usagef("--dev-nodes: must be at least 1, got %d", dev.Nodes)
 	case !(dev.Rate >= 0):
-		return nil, usagef("--dev-rate: must be >= 0, got %v", dev.Rate)
+		return nil, cmdline.Usagef("--dev-rate: must be >= 0, got %v", dev.Rate)
 	case dialTimeout <= 0:
-		return nil, usagef("--dial-timeout: must be positive")
+		return nil, cmdline.Usagef("--dial-timeout: must be positive")
 	case maxStreams < 1:
-		return nil, usagef("--max-streams: must be at least 1, got %d", maxStreams)
+		return nil, cmdline.Usagef("--max-streams: must be at least 1, got %d", maxStreams)
 	case perConn < 1 || uint64(perConn) > math.MaxUint32:
-		return nil, usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
+		return nil, cmdline.Usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
 	}
 	o.Limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
 	if c.Bool("dev") {
@@ -76,9 +79,9 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		return nil, err
 	}
 	if o.TLS == nil && !o.insecure && !dial.IsLoopback(host) {
-		return nil, usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.Listen)
+		return nil, cmdline.Usagef("--listen %s: refusing plaintext on a non-loopback address (give --listen-cert/--listen-key, or --insecure)", o.Listen)
 	}
-	if o.EtcdConfig, err = parseEtcdOptions(c, e); err != nil {
+	if o.EtcdConfig, err = connflags.ParseEtcd(c, e.conn()); err != nil {
 		return nil, err
 	}
 	o.EtcdConfig.DialTimeout = dialTimeout
@@ -93,11 +96,11 @@ func serverTLSFlags(c *cli.Context) (*dial.ServerTLS, error) {
 		return nil, nil
 	}
 	if cert == "" || key == "" {
-		return nil, usagef("--listen-cert and --listen-key go together")
+		return nil, cmdline.Usagef("--listen-cert and --listen-key go together")
 	}
 	t, err := dial.LoadServerTLS(dial.File{Flag: "--listen-cert", Path: cert}, dial.File{Flag: "--listen-key", Path: key}, dial.File{Flag: "--listen-cacert", Path: ca})
 	if err != nil {
-		return nil, usage(err)
+		return nil, cmdline.Usage(err)
 	}
 	return t, nil
 }

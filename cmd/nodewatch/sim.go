@@ -7,6 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/connflags"
+
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
@@ -28,7 +31,7 @@ type simOptions struct {
 // records into etcd and keeps changing it.
 func simCommand(e *env) *cli.Command {
 	return subcommand("sim", "write a simulated fleet of node records into etcd and keep changing it", "",
-		append(etcdFlags(),
+		append(connflags.Etcd(),
 			&cli.IntFlag{Name: "nodes", Value: sim.DefaultNodes, Usage: "keep the fleet near `N` nodes"},
 			&cli.Float64Flag{Name: "rate", Value: 1, Usage: "make at most `R` changes per second (0: as fast as etcd takes them)"},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after `D` (0: no limit)"},
@@ -46,7 +49,7 @@ func simCommand(e *env) *cli.Command {
 // error is a usage error.
 func parseSimOptions(c *cli.Context, e *env) (*simOptions, error) {
 	if c.NArg() > 0 {
-		return nil, usagef("sim: takes no arguments, got %q", c.Args().First())
+		return nil, cmdline.Usagef("sim: takes no arguments, got %q", c.Args().First())
 	}
 	o := &simOptions{
 		dialTimeout: c.Duration("dial-timeout"),
@@ -64,24 +67,24 @@ func parseSimOptions(c *cli.Context, e *env) (*simOptions, error) {
 	}
 	switch {
 	case o.sim.Nodes < 1 || o.sim.Nodes > maxSimNodes:
-		return nil, usagef("--nodes: must be between 1 and %d, got %d", maxSimNodes, o.sim.Nodes)
+		return nil, cmdline.Usagef("--nodes: must be between 1 and %d, got %d", maxSimNodes, o.sim.Nodes)
 	case !(o.plan.Rate >= 0) || math.IsInf(o.plan.Rate, 0):
-		return nil, usagef("--rate: must be a finite number >= 0, got %v", o.plan.Rate)
+		return nil, cmdline.Usagef("--rate: must be a finite number >= 0, got %v", o.plan.Rate)
 	case o.plan.Duration < 0:
-		return nil, usagef("--duration: must not be negative, got %v", o.plan.Duration)
+		return nil, cmdline.Usagef("--duration: must not be negative, got %v", o.plan.Duration)
 	case o.plan.Steps < 0:
-		return nil, usagef("--steps: must not be negative, got %d", o.plan.Steps)
+		return nil, cmdline.Usagef("--steps: must not be negative, got %d", o.plan.Steps)
 	case o.sim.Prefix == "":
-		return nil, usagef("--prefix: must not be empty")
+		return nil, cmdline.Usagef("--prefix: must not be empty")
 	case o.dialTimeout <= 0:
-		return nil, usagef("--dial-timeout: must be positive, got %v", o.dialTimeout)
+		return nil, cmdline.Usagef("--dial-timeout: must be positive, got %v", o.dialTimeout)
 	}
 	f, err := sim.ParseFormat(c.String("format"))
 	if err != nil {
-		return nil, usagef("--format: %v", err)
+		return nil, cmdline.Usagef("--format: %v", err)
 	}
 	o.sim.Format = f
-	if o.etcd, err = parseEtcdOptions(c, e); err != nil {
+	if o.etcd, err = connflags.ParseEtcd(c, e.conn()); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -1,6 +1,6 @@
 // Package curator holds what both ends of the Monogon Metropolis Curator's
 // Watch RPC share in nodewatch: the wire code (apipb, commonpb and
-// versionpb, generated from proto/), the facts of the wire (DefaultPort,
+// versionpb, generated from third_party/proto/), the facts of the wire (DefaultPort,
 // MaxEventSize), node records as `serve` reads them from etcd
 // (DefaultPrefix, DecodeRecord, EncodeRecord), the printed form of a node
 // (Object) and what a person reads of it (Summary), and the owner

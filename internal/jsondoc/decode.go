@@ -90,9 +90,10 @@ func (d *decoder) value(depth int) (any, error) {
 	}
 }
 
-// open enters the container that starts at d.i and reads on to its first
-// byte c; empty: close came at once, and the container is read.
-func (d *decoder) open(close byte) (c byte, empty bool, err error) {
+// open enters the container that starts at d.i and reads on to the byte
+// c its first member starts with; done: close came at once, and the
+// container is read. With an error, done is false.
+func (d *decoder) open(close byte) (c byte, done bool, err error) {
 	d.i++ // { or [
 	if c, err = d.next(); err != nil || c != close {
 		return c, false, err
@@ -101,16 +102,31 @@ func (d *decoder) open(close byte) (c byte, empty bool, err error) {
 	return c, true, nil
 }
 
+// more reads what follows a member of a container: close ends it (done),
+// a comma goes on to the byte c the next member starts with; what names
+// a member in the error for anything else. With an error, done is false.
+func (d *decoder) more(close byte, what string) (c byte, done bool, err error) {
+	if c, err = d.next(); err != nil {
+		return c, false, err
+	}
+	d.i++
+	switch c {
+	case close:
+		return c, true, nil
+	case ',':
+		c, err = d.next()
+		return c, false, err
+	}
+	d.i--
+	return c, false, d.errorf("invalid character %q after %s", c, what)
+}
+
 func (d *decoder) object(depth int) (any, error) {
 	m := map[string]any{}
-	c, empty, err := d.open('}')
-	if err != nil {
-		return nil, err
-	}
-	if empty {
-		return m, nil
-	}
-	for {
+	for c, done, err := d.open('}'); !done; c, done, err = d.more('}', "an object member") {
+		if err != nil {
+			return nil, err
+		}
 		if c != '"' {
 			return nil, d.errorf("invalid character %q looking for an object key", c)
 		}
@@ -131,62 +147,23 @@ func (d *decoder) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[k] = v // a repeated key: the last one wins, as in encoding/json
-		more, err := d.more('}', "an object member")
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return m, nil
-		}
-		if c, err = d.next(); err != nil {
-			return nil, err
-		}
 	}
-}
-
-// more reads what follows a member or element of a container: close
-// ends it (false), a comma goes on to the next (true); what names the
-// member or element in the error for anything else.
-func (d *decoder) more(close byte, what string) (bool, error) {
-	c, err := d.next()
-	if err != nil {
-		return false, err
-	}
-	d.i++
-	switch c {
-	case close:
-		return false, nil
-	case ',':
-		return true, nil
-	}
-	d.i--
-	return false, d.errorf("invalid character %q after %s", c, what)
+	return m, nil
 }
 
 func (d *decoder) array(depth int) (any, error) {
 	a := []any{}
-	_, empty, err := d.open(']')
-	if err != nil {
-		return nil, err
-	}
-	if empty {
-		return a, nil
-	}
-	for {
+	for _, done, err := d.open(']'); !done; _, done, err = d.more(']', "an array element") {
+		if err != nil {
+			return nil, err
+		}
 		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
 		a = append(a, v)
-		more, err := d.more(']', "an array element")
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return a, nil
-		}
-		d.space()
 	}
+	return a, nil
 }
 
 // str reads a string token. One without escapes, in valid UTF-8, is cut

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
@@ -149,4 +150,47 @@ func (r *run) summary(obj any) string {
 	}
 	b, _ := json.Marshal(obj)
 	return string(b)
+}
+
+// Lines tell r to a person, a line each, for a run with options o; what
+// names the object of a view of one ("key /a").
+func (r *Report) Lines(o Options, what string) []string {
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	switch {
+	case o.List && r.Objects == 1:
+		add("1 object")
+	case o.List:
+		add("%d objects", r.Objects)
+	case !*r.EverSeen:
+		add("%s was never seen", what)
+	case r.Objects == 0:
+		add("%s was seen, and is gone", what)
+	default:
+		add("%s is there", what)
+	}
+	if o.Count > 0 {
+		add("%d of %d events printed", r.Events, o.Count)
+	}
+	if r.Meeting != nil {
+		want := "all"
+		if o.AtLeast > 0 {
+			want = fmt.Sprintf("at least %d", o.AtLeast)
+		}
+		add("%d meet %s (want %s)", *r.Meeting, o.Each.Name(), want)
+		for _, u := range r.Unmet {
+			add("  not met: %s  %s", u.ID, u.Summary)
+		}
+		if r.MoreUnmet > 0 {
+			add("  and %d more not met", r.MoreUnmet)
+		}
+	}
+	switch {
+	case o.Until != nil && r.UntilError != "":
+		add("%s over the last view: %s", o.Until.Name(), r.UntilError)
+	case o.Until != nil:
+		v, _ := json.Marshal(r.UntilValue)
+		add("%s over the last view: %s", o.Until.Name(), v)
+	}
+	return lines
 }

@@ -226,6 +226,9 @@ func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
 	}
 }
 
+// endpoints names the Curator in messages: its endpoints.
+func (c *Client) endpoints() string { return strings.Join(c.Endpoints, ",") }
+
 func (c *Client) dialTimeout() time.Duration {
 	if c.DialTimeout > 0 {
 		return c.DialTimeout
@@ -313,7 +316,7 @@ type clientRun struct {
 }
 
 func (r *clientRun) unavailable(lastErr error) error {
-	msg := fmt.Sprintf("no connection to curator at %s within %v", strings.Join(r.c.Endpoints, ","), r.c.dialTimeout())
+	msg := fmt.Sprintf("no connection to curator at %s within %v", r.c.endpoints(), r.c.dialTimeout())
 	if lastErr == nil {
 		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 	}

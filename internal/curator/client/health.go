@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,7 +99,7 @@ func (c *Client) pollHealth(ctx context.Context, m *merger) error {
 			return &fatalError{fmt.Errorf("health: curator %s: Management.GetNodes: %w", target, err)}
 		case !ok && !time.Now().Before(deadline):
 			return fmt.Errorf("%w: no node health from curator at %s within %v (last error: %s: %v)",
-				ErrUnavailable, strings.Join(c.Endpoints, ","), c.dialTimeout(), target, err)
+				ErrUnavailable, c.endpoints(), c.dialTimeout(), target, err)
 		default:
 			if !failed && ok {
 				c.logf("health: curator %s: Management.GetNodes: %v; nodes keep their last health, retrying", target, err)

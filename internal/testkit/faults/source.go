@@ -53,11 +53,11 @@ func Nodes(ctx context.Context, c *clientv3.Client, id string) (map[string]json.
 		id := strings.TrimPrefix(string(kv.Key), curator.DefaultPrefix)
 		n, err := curator.DecodeRecord(id, kv.Value)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("record %q: %w", kv.Key, err)
 		}
 		obj, err := curator.Object(n)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("record %q: %w", kv.Key, err)
 		}
 		want[id] = obj.JSON()
 	}

@@ -1,8 +1,9 @@
-package main
+package connflags
 
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/dial"
 )
 
@@ -19,9 +20,9 @@ func parseKeepalive(c *cli.Context) (dial.Keepalive, error) {
 	k := dial.Keepalive{Time: c.Duration("keepalive-time"), Timeout: c.Duration("keepalive-timeout")}
 	switch {
 	case k.Time <= 0:
-		return k, usagef("--keepalive-time: must be positive, got %v", k.Time)
+		return k, cmdline.Usagef("--keepalive-time: must be positive, got %v", k.Time)
 	case k.Timeout <= 0:
-		return k, usagef("--keepalive-timeout: must be positive, got %v", k.Timeout)
+		return k, cmdline.Usagef("--keepalive-timeout: must be positive, got %v", k.Timeout)
 	}
 	return k, nil
 }

@@ -1,4 +1,4 @@
-package main
+package connflags
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/dial"
 )
@@ -66,7 +67,7 @@ func curatorFlagNames() dial.Flags {
 
 // parseClientTLS reads the TLS flags; curatorSide adds those only the
 // Curator has (--tls, --metroctl-config).
-func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error) {
+func parseClientTLS(c *cli.Context, e Env, curatorSide bool) (*clientTLS, error) {
 	ca, cert, key, name := c.String("cacert"), c.String("cert"), c.String("key"), c.String("tls-server-name")
 	skipVerify := c.Bool("insecure-skip-tls-verify")
 	ct := &clientTLS{TLS: dial.TLS{Flags: etcdFlagNames()}}
@@ -77,19 +78,19 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 		if c.IsSet("metroctl-config") {
 			metroctl = c.String("metroctl-config")
 		} else if ca == "" && cert == "" && key == "" && name == "" && !skipVerify && !wantTLS {
-			metroctl = curator.DefaultMetroctlDir(e.getenv)
+			metroctl = curator.DefaultMetroctlDir(e.Getenv)
 			ct.metroctlDefault = metroctl
 		}
 	}
 	switch {
 	case (cert == "") != (key == ""):
-		return nil, usagef("--cert and --key go together")
+		return nil, cmdline.Usagef("--cert and --key go together")
 	case metroctl != "" && cert != "":
-		return nil, usagef("--metroctl-config %s and --cert/--key both give a client certificate: give one of them", metroctl)
+		return nil, cmdline.Usagef("--metroctl-config %s and --cert/--key both give a client certificate: give one of them", metroctl)
 	case skipVerify && ca != "":
-		return nil, usagef("--insecure-skip-tls-verify and --cacert: the one turns off the check the other sets up; give one of them")
+		return nil, cmdline.Usagef("--insecure-skip-tls-verify and --cacert: the one turns off the check the other sets up; give one of them")
 	case skipVerify && name != "":
-		return nil, usagef("--insecure-skip-tls-verify and --tls-server-name: the one turns off the check the other sets up; give one of them")
+		return nil, cmdline.Usagef("--insecure-skip-tls-verify and --tls-server-name: the one turns off the check the other sets up; give one of them")
 	}
 	if ca == "" && cert == "" && name == "" && metroctl == "" && !skipVerify && !wantTLS {
 		return ct, nil
@@ -100,7 +101,7 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 		ServerName: name, SkipVerify: skipVerify,
 	}
 	if err := files.Load(&ct.TLS); err != nil {
-		return nil, usage(err)
+		return nil, cmdline.Usage(err)
 	}
 	if metroctl != "" {
 		if err := curator.AddMetroctl(&ct.TLS, metroctl, ca == "" && !skipVerify); err != nil {
@@ -108,7 +109,7 @@ func parseClientTLS(c *cli.Context, e *env, curatorSide bool) (*clientTLS, error
 		}
 	}
 	if skipVerify {
-		e.logf("warning: --insecure-skip-tls-verify: the server's certificate is not checked; anyone on the way to it can pose as the server and read what it sends")
+		e.Logf("warning: --insecure-skip-tls-verify: the server's certificate is not checked; anyone on the way to it can pose as the server and read what it sends")
 	}
 	return ct, nil
 }
@@ -121,7 +122,7 @@ func (ct *clientTLS) metroctlError(dir string, err error) error {
 		err = fmt.Errorf("%w (metroctl writes it when it first connects; or give the CA with --cacert FILE)", missing.Err)
 	}
 	if ct.metroctlDefault != "" {
-		return usagef("metroctl's credentials (used because %s exists; --metroctl-config '' to connect without them): %v", filepath.Join(dir, curator.MetroctlOwnerKey), err)
+		return cmdline.Usagef("metroctl's credentials (used because %s exists; --metroctl-config '' to connect without them): %v", filepath.Join(dir, curator.MetroctlOwnerKey), err)
 	}
-	return usagef("--metroctl-config: %v", err)
+	return cmdline.Usagef("--metroctl-config: %v", err)
 }
