@@ -636,14 +636,15 @@ fixture_down fixture
 
 # README: recipes that wait for changes, each on a fixture of its own ----------
 # up_nodes FORMAT N: every node that is not UP comes UP, one at a time, each once the
-# recipe has printed the batch before (FORMAT: printf format of its batch_done line with
-# the batch number, first N): a batch per change, whatever the machine's speed.
+# recipe has printed its change (FORMAT: printf format of the line to wait for, given the
+# batch number, first N, and the node's id): a batch per change, whatever the machine's
+# speed.
 up_nodes() {
 	local fmt=$1 n=$2 id
 	for id in $(node_ids '.state != "NODE_STATE_UP"'); do
 		etxn "/nodes/$id" "$(node_value "$id" | jq -c '.state = "NODE_STATE_UP"')"
 		# shellcheck disable=SC2059
-		wait_out "$(printf "$fmt" "$n")" || return 1
+		wait_out "$(printf "$fmt" "$n" "$id")" || return 1
 		n=$((n + 1))
 	done
 }
@@ -656,7 +657,7 @@ new_node() { # new_node ID ADDR: a NEW node (a copy of the first record, renamed
 
 # Quick start, block 1, last line: waits (up to 1m) for five UP nodes; the fixture has
 # three; once the initial state is out, the other two come up, one after the other.
-act_qs_until() { wait_out '"batch_done"' && up_nodes '"batch":%d,' 2; }
+act_qs_until() { wait_out '"batch_done"' && up_nodes '"batch":%d,%.0s' 2; }
 in_fixture quickstart-1-until-five-up "$(readme_cmd "$QS" 1 'nodewatch nodes --until')" act_qs_until
 
 # Recipes 2: three nodes up and healthy; all five must be UP and HEALTHY (all(...)): once
@@ -664,7 +665,7 @@ in_fixture quickstart-1-until-five-up "$(readme_cmd "$QS" 1 'nodewatch nodes --u
 # record says health HEALTHY (one transaction; the next GetNodes poll shows it).
 act_health() {
 	wait_out 'batch 1 \(initial\)' || return
-	up_nodes 'batch %d ' 2 || return
+	up_nodes 'updated +%.0s%s ' 2 || return
 	local args=() id
 	for id in $(node_ids true); do
 		args+=("/nodes/$id" "$(node_value "$id" | jq -c '. + {health: "HEALTHY"}')")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +204,41 @@ func TestE2EReadmeRecipes(t *testing.T) {
 			t.Fatalf("output %q", out)
 		}
 	})
+}
+
+// TestE2EReadmeHealthRecipeDev: the README's recipe that waits for three
+// nodes up and healthy passes, as written, against `serve --dev`, whose
+// nodes send heartbeats (and now and then one misses them).
+func TestE2EReadmeHealthRecipeDev(t *testing.T) {
+	t.Parallel()
+	recipes, path := readmeRecipes(t, "## Recipes", 7)
+	addr, err := unusedAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := command(t, "serve", "--dev", "--listen", addr)
+	stderr, _ := srv.StderrPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }) // removes its etcd's directory
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && !strings.Contains(lines.Text(), "serving Curator Watch on "+addr) {
+	}
+	go io.Copy(io.Discard, stderr)
+
+	// The simulation decides when all nodes are up and healthy at once: it
+	// takes seconds to a minute, well within the recipe's own --timeout 5m.
+	out, done := startSnippet(t, recipes[1], "PATH="+path, "CURATOR="+addr)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("recipe failed: %v\n%s", err, out)
+		}
+	case <-time.After(6 * time.Minute):
+		t.Fatalf("recipe did not end:\n%s", out)
+	}
+	if !regexp.MustCompile(` UP +HEALTHY `).MatchString(out.String()) {
+		t.Fatalf("output %q: no node UP and HEALTHY", out)
+	}
 }

@@ -1,7 +1,7 @@
 // Package devfleet is what `nodewatch serve --dev` serves: an etcd
 // embedded in the process, on loopback, with a simulated fleet of node
-// records changing in it, so that everything runs on one machine with
-// nothing installed.
+// records changing in it, and their nodes' heartbeats (health.go), so
+// that everything runs on one machine with nothing installed.
 package devfleet
 
 import (
@@ -72,14 +72,20 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		f.Close()
 		return nil, fmt.Errorf("write the simulated fleet: %w", err)
 	}
+	hb := newHeartbeats(cfg.Prefix, cfg.Seed)
+	hb.round(ctx, f.client) // the first heartbeats, before anyone asks
 	simCtx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
-	f.wg.Add(1)
+	f.wg.Add(2)
 	go func() {
 		defer f.wg.Done()
-		if err := s.Run(simCtx, f.client, cfg.Rate, 0); err != nil && simCtx.Err() == nil && cfg.Logf != nil {
+		if err := s.Run(simCtx, healthKV{f.client, hb}, cfg.Rate, 0); err != nil && simCtx.Err() == nil && cfg.Logf != nil {
 			cfg.Logf("dev: simulator stopped: %v", err)
 		}
+	}()
+	go func() {
+		defer f.wg.Done()
+		hb.run(simCtx, f.client)
 	}()
 	return f, nil
 }
