@@ -104,6 +104,15 @@ func ParseCurator(c *cli.Context, e Env) (*CuratorConn, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, cmdline.Usagef("--curator: no endpoint given")
 	}
+	for _, ep := range o.Endpoints {
+		if scheme, _, ok := strings.Cut(ep, "://"); ok {
+			hint := ""
+			if scheme == "https" {
+				hint = ", with --tls (or --cacert FILE) for TLS"
+			}
+			return nil, cmdline.Usagef("--curator %s: want HOST:PORT, a gRPC address without a scheme%s", ep, hint)
+		}
+	}
 	ct, err := parseClientTLS(c, e, true)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -136,6 +137,22 @@ func (c *Credentials) Explain(err error) error {
 		return err
 	}
 	return last
+}
+
+// Dial dials addr (a TCP HOST:PORT, or unix:PATH) for gRPC's
+// WithContextDialer, and keeps a failure, so that Explain can say why no
+// connection was made ("connection refused") where the client says only
+// that time ran out.
+func (c *Credentials) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	network, address := "tcp", addr
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, address = "unix", strings.TrimPrefix(path, "//")
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
+	if err != nil && ctx.Err() == nil {
+		c.last.set(err)
+	}
+	return conn, err
 }
 
 // ClientHandshake implements credentials.TransportCredentials.

@@ -93,7 +93,7 @@ func Etcd(ctx context.Context, cfg EtcdConfig) (*EtcdClient, error) {
 		TLS:         tc,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-		DialOptions: append(cfg.Keepalive.DialOptions(), grpc.WithTransportCredentials(cfg.Conns.track(creds))),
+		DialOptions: append(cfg.Keepalive.DialOptions(), grpc.WithTransportCredentials(cfg.Conns.track(creds)), grpc.WithContextDialer(creds.Dial)),
 	})
 	if err != nil {
 		return nil, creds.Explain(err)

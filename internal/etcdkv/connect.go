@@ -60,6 +60,8 @@ func connectError(ctx context.Context, cfg Config, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case status.Code(err) == codes.Unimplemented:
+		return fmt.Errorf("etcd at %s: not etcd: it does not serve etcd's KV API (%w)", eps, err)
 	case refused(err):
 		return fmt.Errorf("etcd at %s: %w", eps, err)
 	}
@@ -68,7 +70,7 @@ func connectError(ctx context.Context, cfg Config, err error) error {
 
 // refused reports whether etcd refused a request in a way retrying cannot
 // mend: the credentials are wrong, the user lacks the permission, the
-// request is malformed. It is the one classifier of etcd errors: what is
+// request is malformed, the server is not etcd. It is the one classifier of etcd errors: what is
 // not refused is retried (by the Watcher) or "unavailable" (by Connect).
 func refused(err error) bool {
 	code := status.Code(err)
@@ -77,7 +79,7 @@ func refused(err error) bool {
 		code = ee.Code()
 	}
 	switch code {
-	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
+	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
 		return true
 	case codes.FailedPrecondition:
 		// A watch cancelled by the server carries its reason here.
