@@ -364,6 +364,9 @@ recipe() {
 	CUR_OUT=$raw/$RGROUP/$name.stdout
 	printf '%s\n' "$snippet" >"$raw/$RGROUP/$name.sh"
 	: >"$CUR_OUT"
+	WATCHERS_BEFORE=0
+	[[ -n ${ETCD:-} ]] && WATCHERS_BEFORE=$(etcd_watchers)
+	WATCHERS_BEFORE=${WATCHERS_BEFORE:-0}
 	(cd "$tmp/cwd" && exec setsid "${BASEENV[@]}" "CURATOR=${CURATOR:-}" "NODEWATCH_CURATOR=${CURATOR:-}" \
 		"NODEWATCH_ETCD=${ETCD:-}" "${RENV[@]}" \
 		bash -c 'reload-app() { echo "reload-app $1"; }'$'\n'"$snippet" \
@@ -408,12 +411,9 @@ CURL_TLS=()
 
 # wait_etcd_watch BASE: until etcd has more watchers than BASE. A key watch is created
 # after its listing, from the next revision: every write after this is a change to it.
-# wait_new_etcd_watch: until etcd has more watchers than it has now.
-wait_new_etcd_watch() {
-	local base
-	base=$(etcd_watchers)
-	wait_etcd_watch "$base"
-}
+# wait_new_etcd_watch: until etcd has more watchers than before the current recipe
+# started.
+wait_new_etcd_watch() { wait_etcd_watch "$WATCHERS_BEFORE"; }
 
 wait_etcd_watch() {
 	for _ in $(seq 300); do
