@@ -97,6 +97,20 @@ func exitCodesBrief() string {
 		". serve and sim end with 130 when stopped by a signal. Each command's --help lists its own.", 89)
 }
 
+// exitStatus is the exit codes of every command, for the man page: each
+// code with what it means to each kind of command.
+func exitStatus() string {
+	var b strings.Builder
+	for _, r := range exitTable() {
+		for _, k := range []struct{ who, what string }{{"nodes, node, key", r.watch}, {"serve", r.serve}, {"sim", r.sim}} {
+			if k.what != "" {
+				fmt.Fprintf(&b, "%d (%s)\n   %s\n", r.code, k.who, k.what)
+			}
+		}
+	}
+	return b.String()
+}
+
 // wrap breaks text into lines of at most width bytes, between words.
 func wrap(text string, width int) string {
 	var b strings.Builder

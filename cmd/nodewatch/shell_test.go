@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,22 +36,36 @@ func TestGeneratedFiles(t *testing.T) {
 	}
 }
 
-// TestManPage: the man page renders, and says what --help says.
+// TestManPage: the man page renders without a warning, and says what
+// --help says: a section per command with its description and examples,
+// flags as they are typed (--arg NAME VALUE, -o FORMAT), EXIT STATUS and
+// ENVIRONMENT.
 func TestManPage(t *testing.T) {
 	t.Parallel()
 	page, _, _ := runSync(t, "man")
-	for _, want := range []string{".TH nodewatch 1", "Exit codes", `\fB--filter\fP`, `\fB--prefix\fP`, `\fB--dev\fP`, ".SH completion", ".SH version"} {
+	for _, want := range []string{`.TH NODEWATCH 1`, "Exit codes", `\fB\-\-filter\fR \fIEXPR\fR`,
+		`\fB\-\-arg\fR \fINAME VALUE\fR`, `\fB\-\-output\fR, \fB\-o\fR \fIFORMAT\fR`, `\fB\-\-prefix\fR`, `\fB\-\-dev\fR`,
+		`.SH "NODEWATCH NODES"`, `.SH "NODEWATCH KEY"`, `.SH "NODEWATCH COMPLETION"`, `.SH "NODEWATCH VERSION"`,
+		`nodewatch nodes \-\-curator 10.0.0.1:7835`, // an example
+		".SH EXIT STATUS\n", ".TP\n\\fB124 (nodes, node, key)\\fR\n", ".SH ENVIRONMENT\n", "\\fBNODEWATCH_ETCD\\fR\n\\-\\-etcd, for key, serve, sim\n"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("man page lacks %q", want)
 		}
 	}
+	for _, bad := range []string{`=""`, ".SH help"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("man page has %q", bad)
+		}
+	}
 	if _, err := exec.LookPath("man"); err == nil {
-		cmd := exec.Command("man", "-l", "-")
+		cmd := exec.Command("man", "--warnings", "-l", "-")
 		cmd.Stdin = strings.NewReader(page)
 		cmd.Env = append(os.Environ(), "MANPAGER=cat", "MANWIDTH=80")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "NAME") || !strings.Contains(string(out), "follow cluster state") {
-			t.Errorf("man -l: %v\n%s", err, out)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), "NAME") || !strings.Contains(string(out), "follow cluster state") || stderr.Len() > 0 {
+			t.Errorf("man -l: %v\n%s\nwarnings: %s", err, out, stderr.String())
 		}
 	}
 }
