@@ -9,12 +9,11 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nodewatch
 
-## generate: the man page and the fish completion script, from the command-line definition
+## generate: the man page, from the command-line definition
 ## (make test fails while a checked-in copy is stale).
 generate:
 	mkdir -p completions
 	$(GO) run ./cmd/nodewatch man > docs/nodewatch.1
-	$(GO) run ./cmd/nodewatch completion fish > completions/nodewatch.fish
 
 ## test: the whole suite, with the race detector (what CI runs).
 test:

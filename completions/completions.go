@@ -1,7 +1,7 @@
-// Package completions holds nodewatch's shell completion scripts. The
-// bash and zsh scripts are written here by hand and ask nodewatch itself
-// for candidates, so they never go stale; the fish script is generated
-// from the command-line definition (`make generate`).
+// Package completions holds nodewatch's shell completion scripts for
+// bash, zsh and fish. Each asks nodewatch itself for the candidates
+// (cmdline.Complete: commands, flags, a flag's values, files for a file
+// flag), so they never go stale, and nothing connects.
 package completions
 
 import _ "embed"
@@ -16,3 +16,8 @@ var Bash string
 //
 //go:embed _nodewatch
 var Zsh string
+
+// Fish is the fish completion script (`nodewatch completion fish`).
+//
+//go:embed nodewatch.fish
+var Fish string

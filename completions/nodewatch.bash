@@ -1,12 +1,15 @@
-# bash completion for nodewatch
+# bash completion for nodewatch: nodewatch itself answers (it only reads
+# its command-line definition; nothing connects), given the words before
+# the cursor and the word at it.
 _nodewatch_complete() {
-	local cur="${COMP_WORDS[COMP_CWORD]}"
-	local opts
-	if [[ "$cur" == -* ]]; then
-		opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" "$cur" --generate-bash-completion 2>/dev/null)
+	local cur=${COMP_WORDS[COMP_CWORD]} out
+	out=$("${COMP_WORDS[0]}" "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" --generate-bash-completion 2>/dev/null)
+	if [[ $out == :files ]]; then
+		compopt -o filenames
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 	else
-		opts=$("${COMP_WORDS[@]:0:$COMP_CWORD}" --generate-bash-completion 2>/dev/null)
+		[[ $cur == = ]] && cur=
+		mapfile -t COMPREPLY < <(compgen -W "$out" -- "$cur")
 	fi
-	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 }
-complete -o bashdefault -o default -F _nodewatch_complete nodewatch
+complete -F _nodewatch_complete nodewatch

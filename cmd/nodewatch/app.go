@@ -52,6 +52,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runEnv is run in the environment e (tests give their own).
 func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
+	if n := len(args); n > 0 && args[n-1] == cmdline.CompleteFlag {
+		return complete(e, app, args[:n-1])
+	}
 	args, err := cmdline.Args(app, args)
 	if err != nil {
 		err = cmdline.Usage(err)
@@ -73,7 +76,7 @@ func newApp(e *env) *cli.App {
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
-		completionCommand(e, self), versionCommand(e), manCommand(e, self),
+		completionCommand(e), versionCommand(e), manCommand(e, self),
 	}
 	for _, c := range commands {
 		if codes := exitCodesHelp(c.Name); codes != "" {
@@ -98,7 +101,6 @@ func newApp(e *env) *cli.App {
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,
 		HideHelpCommand:           true,
-		EnableBashCompletion:      true,
 		DisableSliceFlagSeparator: true,
 		OnUsageError:              onUsage,
 		ExitErrHandler:            func(*cli.Context, error) {},

@@ -2,7 +2,6 @@ package cmdline
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -36,12 +35,6 @@ func Kinds(flags []cli.Flag) map[string]Kind {
 // shape urfave/cli parses (Normalize), given the flags of the command of
 // app it names.
 func Args(app *cli.App, args []string) ([]string, error) {
-	if len(args) > 0 && args[len(args)-1] == "--generate-bash-completion" {
-		// Completing: nothing may run. urfave/cli runs the command when a
-		// "--" is on the line (`nodewatch key --<TAB>` asks with one), so
-		// it goes; what is completed, urfave/cli reads from os.Args.
-		return slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--" }), nil
-	}
 	if len(args) == 0 {
 		return args, nil
 	}

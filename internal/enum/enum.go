@@ -36,14 +36,20 @@ func (n Names[T]) Parse(what, s string, allowEmpty bool) (T, error) {
 	return 0, fmt.Errorf("unknown %s %q (want %s)", what, s, n.List())
 }
 
-// List returns the names as a message offers them: "a, b or c".
-func (n Names[T]) List() string {
+// All returns the names, in order, without the empty ones.
+func (n Names[T]) All() []string {
 	var names []string
 	for _, name := range n {
 		if name != "" {
 			names = append(names, name)
 		}
 	}
+	return names
+}
+
+// List returns the names as a message offers them: "a, b or c".
+func (n Names[T]) List() string {
+	names := n.All()
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

@@ -41,11 +41,15 @@ const (
 	ValueQuery
 )
 
+// valueModeNames are the names of the value modes, as --value takes them.
+var valueModeNames = enum.Names[ValueMode]{"auto", "json", "text", "base64", "gob", "query"}
+
+// ValueModes returns the names of the value modes, as --value takes them.
+func ValueModes() []string { return valueModeNames.All() }
+
 // ParseValueMode parses the value of --value: auto (or ""), json, text,
 // base64, gob or query.
-func ParseValueMode(s string) (ValueMode, error) {
-	return enum.Names[ValueMode]{"auto", "json", "text", "base64", "gob", "query"}.Parse("value mode", s, true)
-}
+func ParseValueMode(s string) (ValueMode, error) { return valueModeNames.Parse("value mode", s, true) }
 
 // Object returns the object nodewatch prints for kv, as its JSON:
 // {create_revision, fields, key, lease, mod_revision, value, version},

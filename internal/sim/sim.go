@@ -54,6 +54,9 @@ func (f Format) String() string { return formatNames.String(f) }
 // ParseFormat parses "json" or "binary".
 func ParseFormat(s string) (Format, error) { return formatNames.Parse("record format", s, false) }
 
+// Formats returns the names of the record formats, as --format takes them.
+func Formats() []string { return formatNames.All() }
+
 // Config describes a simulated fleet.
 type Config struct {
 	// Nodes is the fleet size the simulation stays near; not positive means

@@ -33,10 +33,14 @@ const (
 	Text
 )
 
+// formatNames are the names of the formats, as -o takes them.
+var formatNames = enum.Names[Format]{"json", "pretty", "text"}
+
+// Formats returns the names of the formats, as -o takes them.
+func Formats() []string { return formatNames.All() }
+
 // ParseFormat parses the value of -o: json (or ""), pretty or text.
-func ParseFormat(s string) (Format, error) {
-	return enum.Names[Format]{"json", "pretty", "text"}.Parse("output format", s, true)
-}
+func ParseFormat(s string) (Format, error) { return formatNames.Parse("output format", s, true) }
 
 // Options configure an Encoder.
 type Options struct {
