@@ -44,29 +44,32 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 	if width <= 0 {
 		width = defaultWidth
 	}
-	prev, obj := asDoc(ev.Prev), asDoc(ev.Object)
-	for i, p := range paths {
+	lines := changes(asDoc(ev.Prev), asDoc(ev.Object), root, paths)
+	for i, c := range lines {
 		b.WriteString("\n" + changeIndent)
 		if i == maxChangeLines {
-			fmt.Fprintf(b, "… and %d more", len(paths)-i)
+			fmt.Fprintf(b, "… and %d more", len(lines)-i)
 			return
 		}
 		used := len(changeIndent) + utf8.RuneCountInString(" → ")
-		if rel := p[len(root):]; len(rel) > 0 {
-			name := sanitize(FormatPath(rel))
+		if c.name != "" {
+			name := sanitize(c.name)
 			b.WriteString(name)
 			b.WriteString(": ")
 			used += utf8.RuneCountInString(name) + 2
 		}
+		if c.mark != "" {
+			code := map[string]string{"+": ansiGreen, "-": ansiRed}[c.mark]
+			e.colored(b, code, c.mark+" "+sanitize(c.summary))
+			continue
+		}
 		budget := max((width-used)/2, 12)
-		old, oldOK := jsondoc.At(prev, p)
-		now, nowOK := jsondoc.At(obj, p)
-		o, n := shorten(old, oldOK, budget), shorten(now, nowOK, budget)
+		o, n := shorten(c.old, c.oldOK, budget), shorten(c.now, c.nowOK, budget)
 		// A list (an object) that had to be summed up on one side is
 		// summed up on both, so that the two compare at a glance.
-		container := oldOK && nowOK && old[0] == now[0] && (old[0] == '[' || old[0] == '{')
-		if container && (o != string(old)) != (n != string(now)) {
-			o, n = size(old), size(now)
+		container := c.oldOK && c.nowOK && c.old[0] == c.now[0] && (c.old[0] == '[' || c.old[0] == '{')
+		if container && (o != string(c.old)) != (n != string(c.now)) {
+			o, n = size(c.old), size(c.now)
 		}
 		e.colored(b, ansiRed, sanitize(o))
 		b.WriteString(" → ")
