@@ -675,15 +675,17 @@ act_health() {
 in_fixture recipes-2-wait-three-healthy "$(readme_block "$RC" 2)" act_health
 
 # Recipes 3: the loop never ends: `break` after its first reaction (as the tests do).
-# A node joins once the recipe has its initial state; more join until the pipeline ends.
+# A node comes UP once the recipe has its initial state; more come up until the pipeline
+# ends.
 act_join() {
 	wait_curator_sync || return
-	etxn /nodes/metropolis-0000000000000000000000000000aa01 "$(new_node metropolis-0000000000000000000000000000aa01 10.9.0.1)"
-	wait_out '^joined:' || return
+	etxn /nodes/metropolis-0000000000000000000000000000aa01 "$(up_node metropolis-0000000000000000000000000000aa01 10.9.0.1)"
+	wait_out '^up:' || return
 	kick join_more
 }
-join_more() { local id; id=$(printf 'metropolis-0000000000000000000000000000bb%02d' "$1"); etxn "/nodes/$id" "$(new_node "$id" "10.9.1.$1")"; }
-in_fixture recipes-3-react-to-new-node "$(adapt "$(readme_block "$RC" 3)" '0,/^done$/s//break; done/')" act_join
+join_more() { local id; id=$(printf 'metropolis-0000000000000000000000000000bb%02d' "$1"); etxn "/nodes/$id" "$(up_node "$id" "10.9.1.$1")"; }
+up_node() { new_node "$1" "$2" | jq -c '.state = "NODE_STATE_UP"'; } # up_node ID ADDR
+in_fixture recipes-3-react-to-node-up "$(adapt "$(readme_block "$RC" 3)" '0,/^done$/s//break; done/')" act_join
 
 # Recipes 4: /config/app is {"v":"initial"} in the fixture; once the recipe's watch
 # exists: {"v":1}, the same value again (no reload), {"v":2}, then the key is deleted,

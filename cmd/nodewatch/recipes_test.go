@@ -157,14 +157,20 @@ func TestE2EReadmeRecipes(t *testing.T) {
 			t.Fatalf("output %q", out)
 		}
 	})
-	t.Run("react to each new node", func(t *testing.T) {
-		// The loop never ends by itself: stop it once it has reacted.
+	t.Run("react to each node that comes up", func(t *testing.T) {
+		// The loop never ends by itself: stop it once it has reacted. A
+		// node joins as NEW (no reaction), then comes UP with an address.
 		snippet := strings.Replace(recipes[2], "done", "break; done", 1)
 		out := recipe(t, snippet, func(i int, _ string) {
-			putNode(t, c, node(strings.Repeat("d", 30)+itoa2(i), commonpb.NodeState_NODE_STATE_NEW, ""))
+			id := strings.Repeat("d", 30) + itoa2(i/2)
+			if i%2 == 0 {
+				putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_NEW, ""))
+			} else {
+				putNode(t, c, node(id, commonpb.NodeState_NODE_STATE_UP, "10.0.9."+strconv.Itoa(i/2)))
+			}
 		})
-		if !regexp.MustCompile(`joined: metropolis-d{30}\d\d at \?\n`).MatchString(out) {
-			t.Fatalf("output %q", out)
+		if !regexp.MustCompile(`^up: metropolis-d{30}(\d\d) at 10\.0\.9\.\d+\n$`).MatchString(out) {
+			t.Fatalf("output %q; want one line: up: ID at ADDRESS", out)
 		}
 	})
 	t.Run("follow one etcd key", func(t *testing.T) {
@@ -189,6 +195,23 @@ func TestE2EReadmeRecipes(t *testing.T) {
 		})
 		if !regexp.MustCompile(`^(reload-app \{"v":\d+\}\n)+config removed\n$`).MatchString(out) || strings.Count(out, "reload-app "+last+"\n") != 1 {
 			t.Fatalf("output %q; want reloads, one of them for %s (its re-put is no change), then config removed", out, last)
+		}
+	})
+	t.Run("follow one etcd key that does not exist yet", func(t *testing.T) {
+		// The key is gone (the case before deleted it): the recipe waits
+		// for it; its creation is a reload, its deletion the end.
+		created := false
+		out := recipe(t, recipes[3], func(i int, out string) {
+			switch {
+			case !strings.Contains(out, "reload-app"):
+				created = true
+				etcdtest.Put(t, c, "/config/app", `{"v":`+strconv.Itoa(i)+`}`)
+			default:
+				etcdtest.Delete(t, c, "/config/app")
+			}
+		})
+		if !created || !regexp.MustCompile(`^(reload-app \{"v":\d+\}\n)+config removed\n$`).MatchString(out) {
+			t.Fatalf("output %q; want a reload once the key is created, then config removed", out)
 		}
 	})
 	t.Run("stop at the first deletion", func(t *testing.T) {
