@@ -73,7 +73,18 @@ type Encoder struct {
 	line bytes.Buffer
 	diff jsondoc.Differ
 	err  error
+
+	// -o text: when the last line was written; whether the batch being
+	// written came after a gap (TextGap) and so has its batch line.
+	lastText     time.Time
+	inBatch, gap bool
 }
+
+// TextGap is how long -o text must have been quiet before a batch for
+// that batch to get its batch line, whatever it holds: a marker, with
+// its number (and etcd revision), for a person who comes back to a
+// terminal.
+const TextGap = time.Minute
 
 // NewEncoder returns an Encoder writing to w.
 func NewEncoder(w io.Writer, opts Options) *Encoder {
@@ -91,9 +102,20 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	b := &e.line
 	b.Reset()
 	if e.opts.Format == Text {
-		if ev.Type == nodeset.BatchDone && !telling(ev) {
-			return e.Flush() // the batch's one line said it all
+		now := e.opts.Now()
+		switch {
+		case ev.Type == nodeset.BatchDone:
+			gap := e.gap
+			e.inBatch, e.gap = false, false
+			if !telling(ev) && !gap {
+				return e.Flush() // the batch's one line said it all
+			}
+		case ev.Type == nodeset.Heartbeat:
+		case !e.inBatch:
+			e.inBatch = true
+			e.gap = !e.lastText.IsZero() && now.Sub(e.lastText) >= TextGap
 		}
+		e.lastText = now
 		e.text(b, ev)
 		return e.write(b.Bytes(), ev)
 	}
@@ -258,7 +280,8 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
 // telling reports whether the batch line of ev tells a person something
 // its event lines did not (-o text): a batch of one change says nothing
 // more; the initial state, a resync, several events at once, or a batch
-// that printed none (an --until or --heartbeat that needed it) do.
+// that printed none (an --until or --heartbeat that needed it) do. (So
+// does one after a quiet TextGap: see Encode.)
 func telling(ev nodeset.Event) bool {
 	return ev.Cause != nodeset.CauseChange || ev.Counts.New+ev.Counts.Updated+ev.Counts.Deleted != 1
 }

@@ -184,6 +184,42 @@ func TestEncoderTextBatchLines(t *testing.T) {
 	}
 }
 
+// TestEncoderTextBatchGap: a batch of one change gets its batch line
+// when -o text was quiet for TextGap before it (a heartbeat line counts
+// as a line), not when it was not.
+func TestEncoderTextBatchGap(t *testing.T) {
+	now := time.Date(2026, 1, 2, 14, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	e := NewEncoder(&buf, Options{Format: Text, Now: func() time.Time { return now }})
+	change := func(batch int, after time.Duration) bool {
+		now = now.Add(after)
+		buf.Reset()
+		obj := map[string]any{"v": batch}
+		for _, ev := range []nodeset.Event{
+			{Type: nodeset.New, ID: "/a", Object: obj},
+			{Type: nodeset.BatchDone, Batch: batch, Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1}},
+		} {
+			if err := e.Encode(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return strings.Contains(buf.String(), fmt.Sprintf("batch %d ", batch))
+	}
+	for _, c := range []struct {
+		after time.Duration
+		shown bool
+	}{{0, false}, {TextGap - time.Second, false}, {TextGap, true}, {time.Second, false}, {3 * TextGap, true}} {
+		if got := change(int(now.Unix()%1000), c.after); got != c.shown {
+			t.Errorf("a change %v after the last line: batch line shown %v, want %v", c.after, got, c.shown)
+		}
+	}
+	now = now.Add(2 * TextGap)
+	e.Encode(nodeset.Event{Type: nodeset.Heartbeat, Confirmed: "connection"})
+	if change(7, time.Second) {
+		t.Errorf("a change a second after a heartbeat line: batch line shown")
+	}
+}
+
 // TestEncoderTextChanges: an update in -o text shows each changed path as
 // "path: old → new" under ChangeRoot, values shortened to the width.
 func TestEncoderTextChanges(t *testing.T) {
