@@ -57,8 +57,7 @@ func startShell(t *testing.T, shell, etcd, dir string) *tmuxShell {
 	}
 	t.Cleanup(func() { exec.Command("tmux", "-S", s.socket, "kill-server").Run() })
 	s.keys(setup, "Enter")
-	s.keys("clear", "Enter")
-	s.waitScreen(func(lines []string) bool { return len(lines) == 1 && lines[0] == "$" })
+	s.clear()
 	return s
 }
 
@@ -137,10 +136,17 @@ func (s *tmuxShell) complete(line string, want []string) ([]string, time.Duratio
 		got = offered(lines, line)
 		return len(got) >= len(want)
 	})
-	s.keys("C-c")
-	s.keys("clear", "Enter")
-	s.waitScreen(func(lines []string) bool { return len(lines) == 1 && lines[0] == "$" })
+	s.clear()
 	return got, took
+}
+
+// clear empties the line and the screen with the line editor's own keys
+// (end of line, kill to its start, clear screen), which the shell reads
+// in order, and waits for the bare prompt.
+func (s *tmuxShell) clear() {
+	s.t.Helper()
+	s.keys("C-e", "C-u", "C-l")
+	s.waitScreen(func(lines []string) bool { return len(lines) == 1 && lines[0] == "$" })
 }
 
 // TestCompletionShells: in real bash, zsh and fish on a pseudo-terminal,

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
@@ -296,6 +297,21 @@ func TestE2EText(t *testing.T) {
 	cmd.Env = append(cmd.Env, "NO_COLOR=1")
 	if got := onTerminal(t, cmd); strings.Contains(got, "\x1b[") || !strings.Contains(got, "new      /t/a") {
 		t.Fatalf("terminal with NO_COLOR: %q", got)
+	}
+
+	// A long value (a node record is about 900 characters) is cut to the
+	// terminal's width (100 columns); to a pipe it stays whole.
+	long := `{"text":"` + strings.Repeat("x", 900) + `"}`
+	ep, _ = etcdtest.StartWith(t, "/t/long", long)
+	args = []string{"key", "--etcd", ep, "/t/long", "--once", "-o", "text"}
+	cmd = command(t, args...)
+	cmd.Env = append(cmd.Env, "NO_COLOR=1")
+	got := strings.Split(strings.ReplaceAll(onTerminal(t, cmd), "\r", ""), "\n")[0]
+	if n := utf8.RuneCountInString(got); n != 100 || !strings.HasSuffix(got, "xxx…") {
+		t.Fatalf("terminal: a line of %d characters, want 100 ending in …: %q", n, got)
+	}
+	if _, out, _ := runCmd(t, command(t, args...)); !strings.Contains(out, long) {
+		t.Fatalf("pipe: the value is not whole: %q", out)
 	}
 }
 

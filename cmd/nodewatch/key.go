@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +23,7 @@ type keyOptions struct {
 	prefix bool
 	also   []string     // more prefixes (--mgmt exported --for)
 	rules  etcdkv.Rules // --value, and --key-pattern or --mgmt's
+	rev    int64        // --rev: start at this revision (0: now)
 }
 
 func keyCommand(e *env) *cli.Command {
@@ -29,6 +31,7 @@ func keyCommand(e *env) *cli.Command {
 		append(append(append(connflags.Etcd(),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
+			&cli.Int64Flag{Name: "rev", Usage: "start at revision `N`: the state as it was at N, then every revision after it, one batch each, then live (as etcdctl watch --rev)", DefaultText: "now"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
 		), mgmtFlags()...), watchFlags()...),
 		action(e, parseKeyOptions, runKey))
@@ -63,7 +66,10 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}}
+	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev")}
+	if c.IsSet("rev") && o.rev < 1 {
+		return nil, cmdline.Usagef("--rev: want a revision of 1 or more, got %d", o.rev)
+	}
 	if c.IsSet("key-pattern") {
 		if preset != nil {
 			return nil, cmdline.Usagef("--key-pattern: --mgmt names the segments itself")
@@ -95,18 +101,23 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	o.etcd.DialTimeout = o.dialTimeout
-	return follow(ctx, e, o.watchOptions, &etcdkv.Source{
+	err := follow(ctx, e, o.watchOptions, &etcdkv.Source{
 		Config: o.etcd,
 		Watcher: etcdkv.Watcher{
-			Key:    o.key,
-			Prefix: o.prefix,
-			Also:   o.also,
-			Decode: o.rules.Decoder(e.logf),
-			Logf:   e.logf,
+			Key:      o.key,
+			Prefix:   o.prefix,
+			Also:     o.also,
+			Decode:   o.rules.Decoder(e.logf),
+			StartRev: o.rev,
+			Logf:     e.logf,
 			// Confirmations at least twice a heartbeat.
 			ConfirmEvery: o.Heartbeat / 2,
 		},
 	})
+	if errors.Is(err, etcdkv.ErrStartRev) {
+		return fmt.Errorf("--rev: %w", err)
+	}
+	return err
 }
 
 // mgmtFlags are key's flags for following an area of mgmt's World

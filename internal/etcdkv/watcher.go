@@ -80,6 +80,14 @@ type Watcher struct {
 	// and must not block.
 	OnCurrent func(current bool)
 
+	// StartRev, if positive, is where the first listing is read: the
+	// state as it was at that revision (etcdctl watch --rev). The watch
+	// then follows every revision after it, one batch each, and goes on
+	// live. A StartRev that is compacted, or ahead of etcd, ends Run with
+	// ErrStartRev: the state at it cannot be read, and a listing of
+	// another revision would pass for it.
+	StartRev int64
+
 	// Also holds more prefixes (with Prefix only) that are part of the
 	// same state: listed at the revision of Key's listing and watched from
 	// the next, as one prefix would be. mgmt's collect reads two prefixes
@@ -131,11 +139,13 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 	defer cancel()
 	wg.Go(func() { w.live.monitor(ctx) })
 	cause := nodeset.CauseInitial
+	start := w.StartRev
 	for {
-		changes, rev, err := w.list(ctx, out)
+		changes, rev, err := w.list(ctx, start, out)
 		if err != nil {
-			return err // only ctx errors come back from list
+			return err // ctx's, or the StartRev that cannot be read
 		}
+		start = 0
 		w.live.heard(time.Now())
 		out.Put(nodeset.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev, Confirmed: true})
 		cause = nodeset.CauseResync
@@ -146,25 +156,35 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 	}
 }
 
-// list reads the whole range at one revision, page by page, retrying
-// transient errors until ctx ends; when the revision is compacted before
-// the last page was read, it starts again at the current one. It reports
-// how far it got to out (nodeset.ReportListed).
-func (w *Watcher) list(ctx context.Context, out nodeset.Sink) ([]nodeset.Change, int64, error) {
+// list reads the whole range at one revision (at, or the current one
+// when at is 0), page by page, retrying transient errors until ctx ends;
+// when the current revision is compacted before the last page was read,
+// it starts again at the new current one. An at that cannot be read is
+// ErrStartRev. It reports how far it got to out
+// (nodeset.ReportListed).
+func (w *Watcher) list(ctx context.Context, at int64, out nodeset.Sink) ([]nodeset.Change, int64, error) {
 	for {
 		var changes []nodeset.Change
-		rev, err := w.pages(ctx, func(page []nodeset.Change) error {
+		rev, err := w.pages(ctx, at, func(page []nodeset.Change) error {
 			changes = append(changes, page...)
 			nodeset.ReportListed(out, len(changes))
 			return nil
 		})
-		if errors.Is(err, errListCompacted) {
+		switch {
+		case at != 0 && errors.Is(err, errListCompacted):
+			return nil, 0, fmt.Errorf("%w: revision %d is compacted; etcd no longer has the state at it", ErrStartRev, at)
+		case errors.Is(err, rpctypes.ErrFutureRev):
+			return nil, 0, fmt.Errorf("%w: revision %d is ahead of etcd's current revision", ErrStartRev, at)
+		case errors.Is(err, errListCompacted):
 			w.logf("list %q: %v; listing again", w.Key, err)
 			continue
 		}
 		return changes, rev, err
 	}
 }
+
+// ErrStartRev is a Watcher.StartRev whose state cannot be read.
+var ErrStartRev = errors.New("cannot start at the revision asked for")
 
 // errListCompacted: the revision of a listing was compacted before its
 // last page was read.
@@ -179,20 +199,20 @@ var errListCompacted = errors.New("the revision of the listing was compacted whi
 // its last page was read fails (it cannot start over: pages were handed
 // on).
 func (w *Watcher) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
-	rev, err := w.pages(ctx, page)
+	rev, err := w.pages(ctx, 0, page)
 	if errors.Is(err, errListCompacted) {
 		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
 	}
 	return rev, err
 }
 
-// pages reads the range at one revision (the current one), page by page,
-// and hands each page's changes to fn. A transient error is retried from
-// where the listing stopped, at the same revision; it returns
-// errListCompacted when that revision is gone, ctx's error when ctx ends,
-// and an error when etcd refuses for good.
-func (w *Watcher) pages(ctx context.Context, fn func([]nodeset.Change) error) (int64, error) {
-	var rev int64
+// pages reads the range at one revision (rev, or the current one when
+// rev is 0), page by page, and hands each page's changes to fn. A
+// transient error is retried from where the listing stopped, at the same
+// revision; it returns errListCompacted when that revision is gone,
+// rpctypes.ErrFutureRev when it is ahead of etcd, ctx's error when ctx
+// ends, and an error when etcd refuses for good.
+func (w *Watcher) pages(ctx context.Context, rev int64, fn func([]nodeset.Change) error) (int64, error) {
 	for _, r := range w.ranges() {
 		var err error
 		if rev, err = w.rangePages(ctx, r, rev, fn); err != nil {
@@ -223,6 +243,8 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 			return 0, ctx.Err()
 		case errors.Is(err, rpctypes.ErrCompacted):
 			return 0, errListCompacted
+		case errors.Is(err, rpctypes.ErrFutureRev):
+			return 0, err
 		case refused(err):
 			return 0, fmt.Errorf("list %q: %w", w.Key, err)
 		default:
