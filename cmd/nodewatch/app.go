@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,8 +54,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // runEnv is run in the environment e (tests give their own).
 func runEnv(ctx context.Context, e *env, args []string) int {
 	app := newApp(e)
-	if n := len(args); n > 0 && args[n-1] == cmdline.CompleteFlag {
-		return complete(e, app, args[:n-1])
+	switch n := len(args); {
+	case n > 0 && args[0] == cmdline.CompleteCommand:
+		return complete(e, app, args[1:])
+	case n > 0 && args[n-1] == cmdline.LegacyCompleteFlag:
+		// An older script: the word at the cursor is there only when it
+		// starts with "-".
+		words := args[:n-1]
+		if len(words) == 0 || !strings.HasPrefix(words[len(words)-1], "-") {
+			words = append(slices.Clone(words), "")
+		}
+		return complete(e, app, words)
 	}
 	args, err := cmdline.Args(app, args)
 	if err != nil {

@@ -113,7 +113,14 @@ func offered(screen []string, line string) []string {
 				if strings.HasPrefix(c, "$ ") {
 					break
 				}
-				words = append(words, strings.Fields(c)...)
+				for _, w := range strings.Fields(c) {
+					// --flag=VALUE: fish and zsh show the whole word (fish
+					// with the start cut: …-flag=VALUE), bash the value.
+					if _, v, ok := strings.Cut(w, "="); ok {
+						w = v
+					}
+					words = append(words, w)
+				}
 			}
 			break
 		}
@@ -188,6 +195,8 @@ func TestCompletionShells(t *testing.T) {
 		{"nodewatch sim --format ", []string{"binary", "json"}},
 		{"nodewatch completion ", []string{"bash", "fish", "zsh"}},
 		{"nodewatch nodes --cacert ", []string{"ca.pem", "cert.pem"}},
+		{"nodewatch nodes --cacert=", []string{"ca.pem", "cert.pem"}},
+		{"nodewatch key --output=", []string{"json", "pretty", "text"}},
 		{"nodewatch key --", flagsOf("key")},
 		{"nodewatch node --", flagsOf("node")},
 	}

@@ -108,7 +108,7 @@ func completionScript(shell string) (string, error) {
 
 // complete prints the candidates for the last of words (the word at the
 // cursor) after the others, one a line (cmdline.Complete): what the
-// completion scripts ask with --generate-bash-completion. Nothing runs.
+// completion scripts ask with `nodewatch __complete`. Nothing runs.
 func complete(e *env, app *cli.App, words []string) int {
 	cur := ""
 	if n := len(words); n > 0 {

@@ -54,6 +54,13 @@ func TestManPage(t *testing.T) {
 			t.Errorf("man page has %q", bad)
 		}
 	}
+	if _, err := exec.LookPath("groff"); err == nil {
+		cmd := exec.Command("groff", "-man", "-ww", "-z")
+		cmd.Stdin = strings.NewReader(page)
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("groff -ww: %v\n%s", err, out)
+		}
+	}
 	if _, err := exec.LookPath("man"); err == nil {
 		cmd := exec.Command("man", "--warnings", "-l", "-")
 		cmd.Stdin = strings.NewReader(page)

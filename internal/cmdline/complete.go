@@ -7,10 +7,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// CompleteFlag is the last argument of a completion request: the shell
-// scripts run `nodewatch WORDS… CUR --generate-bash-completion`, with
-// the words before the cursor and the word at it (CUR, maybe empty).
-const CompleteFlag = "--generate-bash-completion"
+// CompleteCommand is the first argument of a completion request: the
+// shell scripts run `nodewatch __complete WORDS… CUR`, with the words
+// before the cursor and the word at it (CUR, maybe empty).
+const CompleteCommand = "__complete"
+
+// LegacyCompleteFlag is the last argument of a completion request from
+// the scripts of urfave/cli and of nodewatch before CompleteCommand:
+// `nodewatch WORDS… [CUR] --generate-bash-completion`, where CUR is
+// there only when it starts with "-".
+const LegacyCompleteFlag = "--generate-bash-completion"
 
 // Files is the answer that asks the shell to complete file names.
 const Files = ":files"
@@ -37,6 +43,9 @@ func Complete(app *cli.App, before []string, cur string, values map[string][]str
 			}
 		}
 		return matching(names, cur)
+	}
+	if slices.Contains(before, "--") {
+		return nil // after --, every word is an argument
 	}
 	// A value: after a flag that takes one (bash splits --flag=value
 	// into --flag, = and value), or in --flag=value.

@@ -144,9 +144,9 @@ func text(b *strings.Builder, s string, tagged bool) {
 }
 
 // roff escapes text for roff: backslashes, hyphen-minus (so that flags
-// copy as typed), and a leading dot or quote.
+// copy as typed), the ellipsis (not ASCII), and a leading dot or quote.
 func roff(s string) string {
-	s = strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+	s = strings.NewReplacer(`\`, `\e`, "-", `\-`, "…", `\[u2026]`).Replace(s)
 	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
 		s = `\&` + s
 	}

@@ -72,9 +72,16 @@ func (h *heartbeats) beat(ids []string, now time.Time) {
 	if h.down == "" && len(ids) > 0 && h.rng.Float64() < float64(HeartbeatPeriod)/float64(outageEvery) {
 		h.down, h.outageUntil = ids[h.rng.IntN(len(ids))], now.Add(outage)
 	}
+	present := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		present[id] = true
 		if id != h.down {
 			h.last[id] = now
+		}
+	}
+	for id := range h.last {
+		if !present[id] {
+			delete(h.last, id) // its record is gone: the fleet churns through ids
 		}
 	}
 }
@@ -129,16 +136,40 @@ func (h *heartbeats) round(ctx context.Context, c *clientv3.Client) {
 		ids = append(ids, strings.TrimPrefix(string(kv.Key), h.prefix))
 	}
 	h.beat(ids, now)
+	// In transactions of heartbeatsPerTxn records, each put only if its
+	// record is as read; a transaction that finds one changed is done
+	// again a record at a time.
+	var cmps []clientv3.Cmp
+	var puts []clientv3.Op
+	flush := func() {
+		resp, err := c.Txn(ctx).If(cmps...).Then(puts...).Commit()
+		if err == nil && !resp.Succeeded {
+			for i := range cmps {
+				c.Txn(ctx).If(cmps[i]).Then(puts[i]).Commit()
+			}
+		}
+		cmps, puts = cmps[:0], puts[:0]
+	}
 	for _, kv := range resp.Kvs {
 		v := h.annotate(string(kv.Key), kv.Value, now)
 		if string(v) == string(kv.Value) {
 			continue
 		}
 		key := string(kv.Key)
-		c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, string(v))).Commit()
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision))
+		puts = append(puts, clientv3.OpPut(key, string(v)))
+		if len(cmps) == heartbeatsPerTxn {
+			flush()
+		}
+	}
+	if len(cmps) > 0 {
+		flush()
 	}
 }
+
+// heartbeatsPerTxn is how many records one heartbeat transaction writes
+// (etcd takes at most 128 operations in one).
+const heartbeatsPerTxn = 64
 
 // healthKV is the simulator's view of etcd: every record it puts carries
 // its node's heartbeat.

@@ -58,6 +58,10 @@ func TestHeartbeats(t *testing.T) {
 	if outages < 20 || timeouts == 0 {
 		t.Fatalf("%d outages, %d timed-out healths in 2000 rounds", outages, timeouts)
 	}
+	h.beat([]string{"b"}, now) // a and c are gone
+	if len(h.last) != 1 {
+		t.Errorf("after a round with b alone, heartbeats are kept for %v", h.last)
+	}
 	if v := h.annotate("/other/a", rec, now); string(v) != string(rec) {
 		t.Fatalf("a key outside the prefix was annotated: %s", v)
 	}

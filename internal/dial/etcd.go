@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -85,6 +87,12 @@ func Etcd(ctx context.Context, cfg EtcdConfig) (*EtcdClient, error) {
 	if t != nil {
 		tc = t.Config
 	}
+	dialOptions := append(cfg.Keepalive.DialOptions(), grpc.WithTransportCredentials(cfg.Conns.track(creds)))
+	if !proxied(cfg.Endpoints) {
+		// A dialer of its own keeps why a connection failed; gRPC dials
+		// through an HTTPS_PROXY only without one.
+		dialOptions = append(dialOptions, grpc.WithContextDialer(creds.Dial))
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.Timeout(),
@@ -93,10 +101,29 @@ func Etcd(ctx context.Context, cfg EtcdConfig) (*EtcdClient, error) {
 		TLS:         tc,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-		DialOptions: append(cfg.Keepalive.DialOptions(), grpc.WithTransportCredentials(cfg.Conns.track(creds)), grpc.WithContextDialer(creds.Dial)),
+		DialOptions: dialOptions,
 	})
 	if err != nil {
 		return nil, creds.Explain(err)
 	}
 	return &EtcdClient{Client: client, creds: creds}, nil
+}
+
+// proxied reports whether gRPC would reach one of endpoints through an
+// HTTP proxy (HTTPS_PROXY, NO_PROXY: as gRPC asks the environment).
+func proxied(endpoints []string) bool {
+	for _, ep := range endpoints {
+		host := ep
+		if _, rest, ok := strings.Cut(ep, "://"); ok {
+			host = rest
+		}
+		if strings.HasPrefix(ep, "unix") {
+			continue
+		}
+		u, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: "https", Host: host}})
+		if err != nil || u != nil {
+			return true
+		}
+	}
+	return false
 }

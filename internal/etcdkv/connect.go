@@ -70,7 +70,9 @@ func connectError(ctx context.Context, cfg Config, err error) error {
 
 // refused reports whether etcd refused a request in a way retrying cannot
 // mend: the credentials are wrong, the user lacks the permission, the
-// request is malformed, the server is not etcd. It is the one classifier of etcd errors: what is
+// request is malformed. (A server that is not etcd answers Unimplemented:
+// Connect says so; later, an Unimplemented may be a proxy's passing 404,
+// and is retried.) It is the one classifier of etcd errors: what is
 // not refused is retried (by the Watcher) or "unavailable" (by Connect).
 func refused(err error) bool {
 	code := status.Code(err)
@@ -79,7 +81,7 @@ func refused(err error) bool {
 		code = ee.Code()
 	}
 	switch code {
-	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument, codes.Unimplemented:
+	case codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
 		return true
 	case codes.FailedPrecondition:
 		// A watch cancelled by the server carries its reason here.

@@ -44,13 +44,12 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 	if width <= 0 {
 		width = defaultWidth
 	}
-	lines := changes(asDoc(ev.Prev), asDoc(ev.Object), root, paths)
-	for i, c := range lines {
+	lines, more := changes(asDoc(ev.Prev), asDoc(ev.Object), root, paths, maxChangeLines)
+	if more > 0 {
+		defer fmt.Fprintf(b, "\n"+changeIndent+"… and %d more", more)
+	}
+	for _, c := range lines {
 		b.WriteString("\n" + changeIndent)
-		if i == maxChangeLines {
-			fmt.Fprintf(b, "… and %d more", len(lines)-i)
-			return
-		}
 		used := len(changeIndent) + utf8.RuneCountInString(" → ")
 		if c.name != "" {
 			name := sanitize(c.name)
@@ -58,9 +57,12 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 			b.WriteString(": ")
 			used += utf8.RuneCountInString(name) + 2
 		}
-		if c.mark != "" {
-			code := map[string]string{"+": ansiGreen, "-": ansiRed}[c.mark]
-			e.colored(b, code, c.mark+" "+sanitize(c.summary))
+		switch c.mark {
+		case "+", "-":
+			e.colored(b, map[string]string{"+": ansiGreen, "-": ansiRed}[c.mark], c.mark+" "+sanitize(c.summary))
+			continue
+		case "~":
+			b.WriteString("(" + c.summary + ")")
 			continue
 		}
 		budget := max((width-used)/2, 12)

@@ -27,18 +27,31 @@ var itemKeys = []string{"key", "name", "id"}
 //     so a label that changed reads .labels.pairs[rack]: "r1" → "r2", a
 //     new one .labels.pairs: + zone=z3, a removed one - rack=r1;
 //   - an object that appears shows its fields, each on a line of its own.
-func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path) []change {
-	var out []change
-	keyed := map[string]bool{} // the keyed lists already compared
-	for _, p := range paths {
-		if i, key, ok := keyedList(prev, obj, p); ok {
-			list := p[:i+1]
-			name := displayPath(list[len(root):])
-			if keyed[name] {
-				continue
+//
+// It stops at max lines: more counts what is left, a path each (but
+// those inside a list already compared), so that a large update costs
+// what the lines shown cost.
+func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path, max int) (out []change, more int) {
+	lists := map[string]*keyed{} // by path: each list is looked at once
+	for n, p := range paths {
+		if len(out) >= max {
+			for _, p := range paths[n:] {
+				if !inDone(p, lists) {
+					more++
+				}
 			}
-			keyed[name] = true
-			out = append(out, keyedChanges(prev, obj, list, name, key)...)
+			return out[:max], more + len(out) - max
+		}
+		if l := keyedList(prev, obj, p, lists); l != nil {
+			if !l.done {
+				l.done = true
+				name := displayPath(l.path[len(root):])
+				lines := keyedChanges(l, name)
+				if len(lines) == 0 {
+					lines = []change{{name: name, mark: "~", summary: "the same items, in another order"}}
+				}
+				out = append(out, lines...)
+			}
 			continue
 		}
 		old, oldOK := jsondoc.At(prev, p)
@@ -49,76 +62,111 @@ func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path) []
 		}
 		out = append(out, change{name: displayPath(p[len(root):]), old: old, now: now, oldOK: oldOK, nowOK: nowOK})
 	}
-	return out
+	if len(out) > max {
+		return out[:max], len(out) - max
+	}
+	return out, 0
 }
 
-// keyedList finds the deepest list on path p (or p itself) whose items,
-// before and after, are objects named by one of itemKeys; i is its last
-// step in p.
-func keyedList(prev, obj *jsondoc.Doc, p jsondoc.Path) (i int, key string, ok bool) {
-	for i = len(p) - 1; i >= 0; i-- {
-		old, oldOK := jsondoc.At(prev, p[:i+1])
-		now, nowOK := jsondoc.At(obj, p[:i+1])
-		if !oldOK || !nowOK || old[0] != '[' || now[0] != '[' {
-			continue
+// inDone reports whether p lies in a keyed list whose lines are written.
+func inDone(p jsondoc.Path, lists map[string]*keyed) bool {
+	for i := range p {
+		if l := lists[FormatPath(p[:i+1])]; l != nil && l.done {
+			return true
 		}
-		for _, k := range itemKeys {
-			if _, a := items(old, k); a {
-				if _, b := items(now, k); b {
-					return i, k, true
-				}
+	}
+	return false
+}
+
+// keyed is a list whose items, before and after, are objects named by
+// their member key (one of itemKeys).
+type keyed struct {
+	path          jsondoc.Path
+	key           string
+	before, after map[string][]byte // the items, as they are written, by name
+	done          bool              // its lines are written
+}
+
+// keyedList finds the deepest list on path p (or p itself) that is keyed,
+// looking at each list once (lists remembers them by path, nil for one
+// that is not keyed).
+func keyedList(prev, obj *jsondoc.Doc, p jsondoc.Path, lists map[string]*keyed) *keyed {
+	for i := len(p) - 1; i >= 0; i-- {
+		if _, isIndex := p[i].(int); isIndex {
+			continue // an element, not a list
+		}
+		at := FormatPath(p[:i+1])
+		l, seen := lists[at]
+		if !seen {
+			l = keyedAt(prev, obj, p[:i+1])
+			lists[at] = l
+		}
+		if l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// keyedAt returns the list at path if it is keyed, before and after.
+func keyedAt(prev, obj *jsondoc.Doc, path jsondoc.Path) *keyed {
+	old, oldOK := jsondoc.At(prev, path)
+	now, nowOK := jsondoc.At(obj, path)
+	if !oldOK || !nowOK || old[0] != '[' || now[0] != '[' {
+		return nil
+	}
+	for _, k := range itemKeys {
+		if before, ok := items(old, k); ok {
+			if after, ok := items(now, k); ok {
+				return &keyed{path: slices.Clone(path), key: k, before: before, after: after}
 			}
 		}
 	}
-	return 0, "", false
+	return nil
 }
 
 // items decodes list, an array of objects each with a distinct string
-// member key, by that member; ok is false for any other array.
-func items(list []byte, key string) (byKey map[string]json.RawMessage, ok bool) {
-	var objs []map[string]json.RawMessage
-	if json.Unmarshal(list, &objs) != nil || len(objs) == 0 {
+// member key, by that member, each item as it is written; ok is false
+// for any other array.
+func items(list []byte, key string) (byName map[string][]byte, ok bool) {
+	var raw []json.RawMessage
+	if json.Unmarshal(list, &raw) != nil || len(raw) == 0 {
 		return nil, false
 	}
-	byKey = map[string]json.RawMessage{}
-	for _, o := range objs {
-		var k string
-		if o == nil || json.Unmarshal(o[key], &k) != nil || byKey[k] != nil {
+	byName = map[string][]byte{}
+	for _, item := range raw {
+		var o map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(item, &o) != nil || len(o[key]) == 0 || o[key][0] != '"' || json.Unmarshal(o[key], &name) != nil || byName[name] != nil {
 			return nil, false
 		}
-		item, _ := json.Marshal(o)
-		byKey[k] = item
+		byName[name] = item
 	}
-	return byKey, true
+	return byName, true
 }
 
-// keyedChanges compares the list at path by its items' member key.
-func keyedChanges(prev, obj *jsondoc.Doc, path jsondoc.Path, name, key string) []change {
-	old, _ := jsondoc.At(prev, path)
-	now, _ := jsondoc.At(obj, path)
-	before, _ := items(old, key)
-	after, _ := items(now, key)
-	var keys []string
-	for k := range before {
-		keys = append(keys, k)
+// keyedChanges compares a keyed list by its items' names.
+func keyedChanges(l *keyed, name string) []change {
+	var names []string
+	for k := range l.before {
+		names = append(names, k)
 	}
-	for k := range after {
-		if before[k] == nil {
-			keys = append(keys, k)
+	for k := range l.after {
+		if l.before[k] == nil {
+			names = append(names, k)
 		}
 	}
-	slices.Sort(keys)
+	slices.Sort(names)
 	var out []change
-	for _, k := range keys {
-		b, a := before[k], after[k]
+	for _, k := range names {
+		b, a := l.before[k], l.after[k]
 		switch {
 		case b == nil:
-			out = append(out, change{name: name, mark: "+", summary: itemSummary(k, a, key)})
+			out = append(out, change{name: name, mark: "+", summary: itemSummary(k, a, l.key)})
 		case a == nil:
-			out = append(out, change{name: name, mark: "-", summary: itemSummary(k, b, key)})
-		case string(b) != string(a):
-			ov, nv := itemValue(b, key), itemValue(a, key)
-			out = append(out, change{name: name + "[" + k + "]", old: ov, now: nv, oldOK: true, nowOK: true})
+			out = append(out, change{name: name, mark: "-", summary: itemSummary(k, b, l.key)})
+		case jsondoc.Diff(jsondoc.New(b), jsondoc.New(a)) != nil:
+			out = append(out, change{name: name + "[" + k + "]", old: itemValue(b, l.key), now: itemValue(a, l.key), oldOK: true, nowOK: true})
 		}
 	}
 	return out

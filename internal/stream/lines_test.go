@@ -57,12 +57,16 @@ func TestKeyedChangesModel(t *testing.T) {
 			continue // no items on one side to name them by: [] → [n items]
 		}
 		var got []string
-		for _, c := range changes(prev, obj, nil, jsondoc.Diff(prev, obj)) {
+		lines, _ := changes(prev, obj, nil, jsondoc.Diff(prev, obj), 1000)
+		for _, c := range lines {
 			if c.mark != "" {
 				got = append(got, c.mark+" "+c.summary)
 			} else {
 				got = append(got, fmt.Sprintf("%s: %s → %s", c.name, c.old, c.now))
 			}
+		}
+		if len(want) == 0 && !prev.Equal(obj) {
+			want = []string{"~ the same items, in another order"}
 		}
 		slices.Sort(want)
 		slices.Sort(got)
@@ -77,7 +81,8 @@ func TestNewObjectFields(t *testing.T) {
 	prev := jsondoc.New([]byte(`{"id":"n","state":"NEW"}`))
 	obj := jsondoc.New([]byte(`{"id":"n","state":"UP","status":{"address":"10.0.0.1","version":{"major":1}},"roles":{}}`))
 	var got []string
-	for _, c := range changes(prev, obj, nil, jsondoc.Diff(prev, obj)) {
+	lines, _ := changes(prev, obj, nil, jsondoc.Diff(prev, obj), 1000)
+	for _, c := range lines {
 		got = append(got, fmt.Sprintf("%s: %s → %s", c.name, c.old, c.now))
 	}
 	want := []string{`.roles:  → {}`, `.state: "NEW" → "UP"`, `.status.address:  → "10.0.0.1"`, `.status.version.major:  → 1`}
