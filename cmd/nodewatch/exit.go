@@ -37,9 +37,9 @@ type exitRow struct {
 // page.
 func exitTable() []exitRow {
 	return []exitRow{
-		{exitOK, "goal met (--once, --until, --count); --timeout passed with no goal set; stdout closed",
+		{exitOK, "goal met (--once, --until, --each, --count); --timeout passed with no goal set; stdout closed",
 			"", "--duration or --steps reached", "done",
-			"goal met (--once, --until, --count), --timeout passed with no goal set, or stdout closed"},
+			"goal met (--once, --until, --each, --count), --timeout passed with no goal set, or stdout closed"},
 		{exitFailure, "runtime failure: refused by the server, or it is not etcd / not a Curator; --strict jq error; output error",
 			"runtime failure: cannot listen, refused by etcd (or not etcd)", "runtime failure: refused by etcd (or not etcd)", "",
 			"runtime failure"},
@@ -102,7 +102,7 @@ func exitCodesBrief() string {
 func exitStatus() string {
 	var b strings.Builder
 	for _, r := range exitTable() {
-		for _, k := range []struct{ who, what string }{{"nodes, node, key", r.watch}, {"serve", r.serve}, {"sim", r.sim}} {
+		for _, k := range []struct{ who, what string }{{"nodes, node, key", r.watch}, {"serve", r.serve}, {"sim", r.sim}, {"completion, version", r.plain}} {
 			if k.what != "" {
 				fmt.Fprintf(&b, "%d (%s)\n   %s\n", r.code, k.who, k.what)
 			}

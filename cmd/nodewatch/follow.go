@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -32,7 +34,7 @@ func watchFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
 		&cli.BoolFlag{Name: "once", Usage: "print the initial state, then exit 0"},
 		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
-		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--count was not met"},
+		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--each/--count was not met"},
 		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
@@ -73,6 +75,16 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
 	}
 	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
+	if o.reportFile != "" {
+		// Found unwritable at the end, it would take the exit code the
+		// wait earned: try its directory now.
+		f, err := os.CreateTemp(filepath.Dir(o.reportFile), ".nodewatch-report-*")
+		if err != nil {
+			return nil, cmdline.Usagef("--report %s: cannot write there: %v", o.reportFile, errors.Unwrap(err))
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
 	switch {
 	case c.IsSet("at-least") && c.String("each") == "":
 		return nil, cmdline.Usagef("--at-least: only with --each")

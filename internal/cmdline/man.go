@@ -29,6 +29,7 @@ func Man(app *cli.App, sections ...ManSection) string {
 	var b strings.Builder
 	name := app.Name
 	fmt.Fprintf(&b, ".TH %s 1 \"\" \"%s\" \"User Commands\"\n", strings.ToUpper(name), name)
+	b.WriteString(".nh\n.ad l\n") // no hyphens in flags and names; ragged right
 	fmt.Fprintf(&b, ".SH NAME\n%s \\- %s\n", name, roff(app.Usage))
 	b.WriteString(".SH SYNOPSIS\n")
 	commands := slices.DeleteFunc(slices.Clone(app.Commands), func(c *cli.Command) bool { return c.Hidden })

@@ -12,9 +12,9 @@ import (
 )
 
 // TestStartRevModel: a random history of puts and deletes, one revision
-// each, and a random StartRev in it. The first batch is the model's state
-// at StartRev; then one batch per later revision, each exactly that
-// revision's change; then a live change.
+// each, and a random StartRev in it. List, and the first batch of Run,
+// are the model's state at StartRev; then Run gives one batch per later
+// revision, each exactly that revision's change; then a live change.
 func TestStartRevModel(t *testing.T) {
 	_, c := etcdtest.StartWith(t)
 	ctx := context.Background()
@@ -57,6 +57,17 @@ func TestStartRevModel(t *testing.T) {
 				model[o.key] = o.value
 			}
 		}
+		// List (--once) reads the same state.
+		listed := map[string]string{}
+		lrev, err := (&Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start}).List(ctx, func(page []nodeset.Change) error {
+			for _, ch := range page {
+				listed[ch.ID] = ch.Object.(string)
+			}
+			return nil
+		})
+		if err != nil || lrev != start || fmt.Sprint(listed) != fmt.Sprint(model) {
+			t.Fatalf("trial %d, StartRev %d: List gave %v at rev %d (%v), want %v", trial, start, listed, lrev, err, model)
+		}
 		mb := startWatcher(t, &Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start})
 		b := next(t, mb)
 		got := map[string]string{}
@@ -84,7 +95,7 @@ func TestStartRevModel(t *testing.T) {
 }
 
 // TestStartRevUnreadable: a compacted StartRev, or one ahead of etcd,
-// ends the run with ErrStartRev (no listing of another revision passes
+// ends Run and List with ErrStartRev (no listing of another revision passes
 // for it).
 func TestStartRevUnreadable(t *testing.T) {
 	_, c := etcdtest.StartWith(t)
@@ -104,6 +115,10 @@ func TestStartRevUnreadable(t *testing.T) {
 		err := (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).Run(ctx, discard{})
 		if !errors.Is(err, ErrStartRev) {
 			t.Errorf("StartRev %d: %v, want ErrStartRev", rev, err)
+		}
+		_, err = (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).List(ctx, func([]nodeset.Change) error { return nil })
+		if !errors.Is(err, ErrStartRev) {
+			t.Errorf("StartRev %d, List: %v, want ErrStartRev", rev, err)
 		}
 	}
 }

@@ -170,16 +170,11 @@ func (w *Watcher) list(ctx context.Context, at int64, out nodeset.Sink) ([]nodes
 			nodeset.ReportListed(out, len(changes))
 			return nil
 		})
-		switch {
-		case at != 0 && errors.Is(err, errListCompacted):
-			return nil, 0, fmt.Errorf("%w: revision %d is compacted; etcd no longer has the state at it", ErrStartRev, at)
-		case errors.Is(err, rpctypes.ErrFutureRev):
-			return nil, 0, fmt.Errorf("%w: revision %d is ahead of etcd's current revision", ErrStartRev, at)
-		case errors.Is(err, errListCompacted):
+		if at == 0 && errors.Is(err, errListCompacted) {
 			w.logf("list %q: %v; listing again", w.Key, err)
 			continue
 		}
-		return changes, rev, err
+		return changes, rev, w.startRevError(err)
 	}
 }
 
@@ -199,11 +194,23 @@ var errListCompacted = errors.New("the revision of the listing was compacted whi
 // its last page was read fails (it cannot start over: pages were handed
 // on).
 func (w *Watcher) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
-	rev, err := w.pages(ctx, 0, page)
-	if errors.Is(err, errListCompacted) {
+	rev, err := w.pages(ctx, w.StartRev, page)
+	if err = w.startRevError(err); errors.Is(err, errListCompacted) {
 		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
 	}
 	return rev, err
+}
+
+// startRevError is err, or ErrStartRev where err says that StartRev
+// cannot be read.
+func (w *Watcher) startRevError(err error) error {
+	switch {
+	case w.StartRev != 0 && errors.Is(err, errListCompacted):
+		return fmt.Errorf("%w: revision %d is compacted; etcd no longer has the state at it", ErrStartRev, w.StartRev)
+	case w.StartRev != 0 && errors.Is(err, rpctypes.ErrFutureRev):
+		return fmt.Errorf("%w: revision %d is ahead of etcd's current revision", ErrStartRev, w.StartRev)
+	}
+	return err
 }
 
 // pages reads the range at one revision (rev, or the current one when
