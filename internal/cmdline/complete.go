@@ -30,7 +30,7 @@ const Files = ":files"
 func Complete(app *cli.App, before []string, cur string, values map[string][]string) []string {
 	var cmd *cli.Command
 	for _, w := range before {
-		if c := app.Command(w); c != nil && !strings.HasPrefix(w, "-") {
+		if c := app.Command(w); c != nil {
 			cmd = c
 			break
 		}
@@ -60,7 +60,7 @@ func Complete(app *cli.App, before []string, cur string, values map[string][]str
 	if name, value, ok := strings.Cut(cur, "="); ok && strings.HasPrefix(name, "-") {
 		prev, prefix, cur = name, name+"=", value
 	}
-	if f := flagNamed(cmd.Flags, prev); f != nil && takesValue(f) && !strings.Contains(prev, "=") {
+	if f := flagNamed(cmd.Flags, prev); f != nil && takesValue(f) {
 		if takesFile(f) {
 			return []string{Files}
 		}
@@ -73,7 +73,7 @@ func Complete(app *cli.App, before []string, cur string, values map[string][]str
 	if strings.HasPrefix(cur, "-") {
 		var names []string
 		for _, f := range cmd.Flags {
-			if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+			if !visible(f) {
 				continue
 			}
 			for _, n := range f.Names() {
@@ -112,6 +112,13 @@ func takesFile(f cli.Flag) bool {
 		return f.TakesFile
 	}
 	return false
+}
+
+// visible reports whether f is listed (in --help, the man page,
+// completion): it is not hidden.
+func visible(f cli.Flag) bool {
+	vf, ok := f.(cli.VisibleFlag)
+	return !ok || vf.IsVisible()
 }
 
 func takesValue(f cli.Flag) bool {

@@ -76,7 +76,7 @@ func visibleFlags(flags []cli.Flag) []cli.DocGenerationFlag {
 	var out []cli.DocGenerationFlag
 	for _, f := range flags {
 		df, ok := f.(cli.DocGenerationFlag)
-		if vf, visible := f.(cli.VisibleFlag); !ok || (visible && !vf.IsVisible()) || slices.Contains(f.Names(), "help") {
+		if !ok || !visible(f) || slices.Contains(f.Names(), "help") {
 			continue
 		}
 		out = append(out, df)
@@ -97,11 +97,7 @@ func flag(b *strings.Builder, f cli.DocGenerationFlag) {
 	}
 	var names []string
 	for _, n := range f.Names() {
-		dashes := "--"
-		if len(n) == 1 {
-			dashes = "-"
-		}
-		names = append(names, "\\fB"+roff(dashes+n)+"\\fR")
+		names = append(names, "\\fB"+roff(dashed(n))+"\\fR")
 	}
 	b.WriteString(".TP\n" + strings.Join(names, ", "))
 	if f.TakesValue() {

@@ -45,9 +45,6 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 		width = defaultWidth
 	}
 	lines, more := changes(asDoc(ev.Prev), asDoc(ev.Object), root, paths, maxChangeLines)
-	if more > 0 {
-		defer fmt.Fprintf(b, "\n"+changeIndent+"… and %d more", more)
-	}
 	for _, c := range lines {
 		b.WriteString("\n" + changeIndent)
 		used := len(changeIndent) + utf8.RuneCountInString(" → ")
@@ -58,8 +55,11 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 			used += utf8.RuneCountInString(name) + 2
 		}
 		switch c.mark {
-		case "+", "-":
-			e.colored(b, map[string]string{"+": ansiGreen, "-": ansiRed}[c.mark], c.mark+" "+sanitize(c.summary))
+		case "+":
+			e.colored(b, ansiGreen, "+ "+sanitize(c.summary))
+			continue
+		case "-":
+			e.colored(b, ansiRed, "- "+sanitize(c.summary))
 			continue
 		case "~":
 			b.WriteString("(" + c.summary + ")")
@@ -76,6 +76,9 @@ func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
 		e.colored(b, ansiRed, sanitize(o))
 		b.WriteString(" → ")
 		e.colored(b, ansiGreen, sanitize(n))
+	}
+	if more > 0 {
+		fmt.Fprintf(b, "\n"+changeIndent+"… and %d more", more)
 	}
 }
 

@@ -116,7 +116,7 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 			e.gap = !e.lastText.IsZero() && now.Sub(e.lastText) >= TextGap
 		}
 		e.lastText = now
-		e.text(b, ev)
+		e.text(b, ev, now)
 		return e.write(b.Bytes(), ev)
 	}
 	b.WriteString(`{"type":"`)
@@ -216,8 +216,8 @@ const (
 //
 //	14:03:07 new      /nodes/a  {"state":"UP"}
 //	14:03:07 batch 2 (change): 1 new, 0 updated, 0 deleted; synced, rev 8
-func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event) {
-	b.WriteString(e.opts.Now().Format("15:04:05"))
+func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
+	b.WriteString(now.Format("15:04:05"))
 	b.WriteByte(' ')
 	if ev.Type == nodeset.Heartbeat {
 		e.color(b, ansiDim)

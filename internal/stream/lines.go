@@ -28,19 +28,19 @@ var itemKeys = []string{"key", "name", "id"}
 //     new one .labels.pairs: + zone=z3, a removed one - rack=r1;
 //   - an object that appears shows its fields, each on a line of its own.
 //
-// It stops at max lines: more counts what is left, a path each (but
+// It stops at limit lines: more counts what is left, a path each (but
 // those inside a list already compared), so that a large update costs
 // what the lines shown cost.
-func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path, max int) (out []change, more int) {
+func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path, limit int) (out []change, more int) {
 	lists := map[string]*keyed{} // by path: each list is looked at once
 	for n, p := range paths {
-		if len(out) >= max {
+		if len(out) >= limit {
 			for _, p := range paths[n:] {
 				if !inDone(p, lists) {
 					more++
 				}
 			}
-			return out[:max], more + len(out) - max
+			return out[:limit], more + len(out) - limit
 		}
 		if l := keyedList(prev, obj, p, lists); l != nil {
 			if !l.done {
@@ -62,8 +62,8 @@ func changes(prev, obj *jsondoc.Doc, root jsondoc.Path, paths []jsondoc.Path, ma
 		}
 		out = append(out, change{name: displayPath(p[len(root):]), old: old, now: now, oldOK: oldOK, nowOK: nowOK})
 	}
-	if len(out) > max {
-		return out[:max], len(out) - max
+	if len(out) > limit {
+		return out[:limit], len(out) - limit
 	}
 	return out, 0
 }
