@@ -8,13 +8,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/console"
+	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/state"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
 )
@@ -39,6 +42,10 @@ func watchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
+		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
+		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
+		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
+		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since (cause \"resume\")", TakesFile: true},
 		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
 	}
 }
@@ -52,6 +59,11 @@ type watchOptions struct {
 	// target names what is watched in messages, e.g. "curator at a,b";
 	// what the object of a one-object watch ("node metropolis-…").
 	target, what string
+	handler      *handler.Handler // --exec
+	stateFile    string           // --state
+	// follows says what a --state file follows: the command's fields,
+	// then the expressions' (parseWatchOptions).
+	follows []state.Field
 }
 
 // parseWatchOptions reads watchFlags from c. defaultEquals is used when
@@ -94,6 +106,13 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	if o.Timeout < 0 || o.dialTimeout <= 0 {
 		return nil, cmdline.Usagef("--timeout and --dial-timeout must be positive")
 	}
+	if err := o.parseExec(c); err != nil {
+		return nil, err
+	}
+	o.stateFile = c.String("state")
+	if c.IsSet("state") && o.stateFile == "" {
+		return nil, cmdline.Usagef("--state: want a FILE")
+	}
 	vars, err := cmdline.JQVars(c)
 	if err != nil {
 		return nil, cmdline.Usage(err)
@@ -101,6 +120,10 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	equals := c.String("equals")
 	if !c.IsSet("equals") {
 		equals = defaultEquals
+	}
+	o.follows = []state.Field{
+		{Name: "--filter", Value: c.String("filter")}, {Name: "--equals", Value: equals},
+		{Name: "--arg", Value: strings.Join(c.StringSlice("arg"), " ")}, {Name: "--argjson", Value: strings.Join(c.StringSlice("argjson"), " ")},
 	}
 	for _, p := range []struct {
 		flag, expr string
@@ -133,6 +156,55 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	return o, nil
 }
 
+// parseExec reads --exec and the flags that go with it.
+func (o *watchOptions) parseExec(c *cli.Context) error {
+	if !c.IsSet("exec") {
+		for _, f := range []string{"exec-retries", "exec-timeout"} {
+			if c.IsSet(f) {
+				return cmdline.Usagef("--%s: only with --exec", f)
+			}
+		}
+		return nil
+	}
+	h := &handler.Handler{Command: c.String("exec"), Timeout: c.Duration("exec-timeout")}
+	o.ExecRetries = c.Int("exec-retries")
+	switch {
+	case strings.TrimSpace(h.Command) == "":
+		return cmdline.Usagef("--exec: want a command")
+	case o.Output.Format != stream.JSON:
+		return cmdline.Usagef("--exec: the handler reads NDJSON; --output %s is not for it", c.String("output"))
+	case o.Heartbeat > 0:
+		return cmdline.Usagef("--heartbeat: not with --exec, which runs the handler only when there is something to deliver")
+	case o.ExecRetries < 0:
+		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
+	case h.Timeout < 0:
+		return cmdline.Usagef("--exec-timeout: must not be negative, got %v", h.Timeout)
+	}
+	o.handler = h
+	// A signal reaches a running handler, which gets its grace period.
+	o.WriteGrace = handler.DefaultGrace + time.Second
+	return nil
+}
+
+// openState opens --state and sets the run up to record into it, and
+// to resume from what it recorded. The caller closes it.
+func (o *watchOptions) openState() (*state.Store, error) {
+	st, err := state.Open(o.stateFile, o.follows)
+	if err != nil {
+		return nil, cmdline.Usage(err)
+	}
+	if st.Resumed() {
+		view, err := st.View()
+		if err != nil {
+			st.Close()
+			return nil, cmdline.Usage(err)
+		}
+		o.Resume = &watch.Resume{View: view, Batch: st.Batch()}
+	}
+	o.State = st
+	return st, nil
+}
+
 // follow runs the watch pipeline from src to stdout and turns how it
 // ended into the command's result (see exit.go).
 func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) error {
@@ -148,6 +220,18 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
 	o.Logf, o.OneProc = e.logf, e.oneProc
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
+	if o.handler != nil {
+		// The handler writes to stdout; nodewatch does not.
+		o.handler.Stdout, o.handler.Stderr = e.stdout, stderr
+		o.Exec, o.Hangup = o.handler.Run, nil
+	}
+	if o.stateFile != "" {
+		st, err := o.openState()
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+	}
 	res, err := watch.Run(ctx, src, out, o.Options)
 	if res.Report != nil {
 		if rerr := o.report(e, res); rerr != nil {

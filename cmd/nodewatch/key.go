@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
+	"github.com/nodewatch/nodewatch/internal/state"
 )
 
 // keyOptions are the flags of `nodewatch key`.
@@ -67,8 +69,11 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 		return nil, err
 	}
 	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev")}
-	if c.IsSet("rev") && o.rev < 1 {
+	switch {
+	case c.IsSet("rev") && o.rev < 1:
 		return nil, cmdline.Usagef("--rev: want a revision of 1 or more, got %d", o.rev)
+	case c.IsSet("rev") && c.IsSet("state"):
+		return nil, cmdline.Usagef("--rev: not with --state, which knows where to start")
 	}
 	if c.IsSet("key-pattern") {
 		if preset != nil {
@@ -91,6 +96,12 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if len(o.rules.Rules) == 1 {
 		o.rules.Name = "--key-pattern " + o.rules.Rules[0].Pattern.String()
 	}
+	o.follows = append([]state.Field{
+		{Name: "command", Value: "key"}, {Name: "--etcd", Value: strings.Join(eo.Endpoints, ",")},
+		{Name: "KEY", Value: o.key}, {Name: "--prefix", Value: strconv.FormatBool(o.prefix)},
+		{Name: "--mgmt", Value: c.String("mgmt") + " " + strings.Join(o.also, " ")},
+		{Name: "--value", Value: c.String("value")}, {Name: "--key-pattern", Value: c.String("key-pattern")},
+	}, o.follows...)
 	o.List, o.Confirms = o.prefix, "watch"
 	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.what = "key " + o.key

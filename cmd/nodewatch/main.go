@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/profile"
 )
 
@@ -15,13 +16,18 @@ func main() {
 	// A closed stdout must be a write error (EPIPE) that nodewatch handles,
 	// not a signal that kills it before it can flush and close connections.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM ends the run; its cause names the
+	// signal, which a running --exec handler gets too.
+	ctx, stop := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() { stop(handler.Signal{Signal: <-signals}) }()
 	endProfiles := profile.Start(os.Getenv("NODEWATCH_CPUPROFILE"), os.Getenv("NODEWATCH_MEMPROFILE"), os.Stderr)
 	code := runEnv(ctx, &env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		reloads: hangups, oneProc: os.Getenv("GOMAXPROCS") == "",
 	}, os.Args[1:])
-	stop()
+	stop(nil)
 	endProfiles()
 	os.Exit(code)
 }

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/connflags"
-
-	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
+	"github.com/nodewatch/nodewatch/internal/state"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -86,6 +87,10 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 			return nil, cmdline.Usagef("--health-interval: must be positive, got %v", o.health)
 		}
 	}
+	o.follows = append([]state.Field{
+		{Name: "command", Value: c.Command.Name}, {Name: "--curator", Value: strings.Join(o.conn.Endpoints, ",")},
+		{Name: "ID", Value: nodeID}, {Name: "--health", Value: strconv.FormatBool(c.Bool("health"))},
+	}, o.follows...)
 	o.List, o.Confirms = nodeID == "", "connection"
 	o.target = "curator at " + strings.Join(o.conn.Endpoints, ",")
 	o.what = "node " + nodeID

@@ -10,6 +10,9 @@ const (
 	CauseInitial
 	// CauseResync is a full listing after a reconnect or a compaction.
 	CauseResync
+	// CauseResume is the first full listing of a run that resumed a
+	// view recorded by an earlier one (--state): what differs from it.
+	CauseResume
 )
 
 // String returns the name printed in batch_done's cause field.
@@ -19,6 +22,8 @@ func (c Cause) String() string {
 		return "initial"
 	case CauseResync:
 		return "resync"
+	case CauseResume:
+		return "resume"
 	default:
 		return "change"
 	}

@@ -79,6 +79,14 @@ func NewFollower(filter func(id string, obj any) (bool, error), equals func(id s
 	return &Follower{Filter: filter, Equals: equals, set: NewSet()}
 }
 
+// Load puts the objects of view into the set, as if they had been
+// printed: a run that resumes a recorded view starts from it.
+func (f *Follower) Load(view []Change) {
+	for _, c := range view {
+		f.set.Put(c.ID, c.Object)
+	}
+}
+
 // Set returns the objects printed so far (the current view). The caller
 // must not modify it.
 func (f *Follower) Set() *Set { return f.set }
@@ -169,7 +177,7 @@ func (f *Follower) step(c Change) (Event, error) {
 		f.set.Put(c.ID, c.Object)
 		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
 	}
-	eq, err := f.equal(c.ID, prev, c.Object)
+	eq, err := f.Equal(c.ID, prev, c.Object)
 	if err != nil {
 		return Event{}, fmt.Errorf("%q: %w", c.ID, err)
 	}
@@ -182,7 +190,9 @@ func (f *Follower) step(c Change) (Event, error) {
 	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
 }
 
-func (f *Follower) equal(id string, a, b any) (bool, error) {
+// Equal reports whether a and b, two states of id, are the same for the
+// user: by Equals, or, without it, as the follower compares them.
+func (f *Follower) Equal(id string, a, b any) (bool, error) {
 	if f.Equals == nil {
 		da, aok := a.(*jsondoc.Doc)
 		db, bok := b.(*jsondoc.Doc)

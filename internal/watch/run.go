@@ -120,6 +120,25 @@ type Options struct {
 	// the news. The source must confirm at least every Heartbeat/2.
 	Heartbeat time.Duration
 	Confirms  string
+	// Exec, if set, delivers every batch with something to deliver to a
+	// handler instead of printing it (--exec; see deliver.go): input holds
+	// the NDJSON lines the batch would have printed, done its batch_done;
+	// attempt counts from 1. A nil error is a delivery. Retries bounds the
+	// runs after a failed one.
+	Exec        func(ctx context.Context, input []byte, done nodeset.Event, attempt int) error
+	ExecRetries int
+	// ExecBackoffMax caps the wait before a retry; 0 means
+	// DefaultExecBackoffMax.
+	ExecBackoffMax time.Duration
+	// State, if set, records each batch once it is delivered (printed and
+	// flushed, or its handler succeeded), the batches that --changes-only
+	// keeps silent included.
+	State Recorder
+	// Resume, if set, is the view an earlier run delivered: the run
+	// starts from it, and its first full batch, cause "resume", holds
+	// what differs. Batch numbers go on from Resume.Batch.
+	Resume *Resume
+
 	// OneProc runs the pipeline on one P (GOMAXPROCS=1) for the length of
 	// the run. A watch is a pipeline of goroutines handing over one event at
 	// a time: on one P a hand-over is a run-queue push; on two it wakes a
@@ -128,6 +147,19 @@ type Options struct {
 	// faster too (BENCHMARKS.md). The command sets it unless the user set
 	// GOMAXPROCS; tests leave their process alone.
 	OneProc bool
+}
+
+// Recorder records delivered batches (state.Store).
+type Recorder interface {
+	// Record records that the batch numbered batch, bringing the view to
+	// rev, was delivered with events (new, updated, deleted).
+	Record(batch int, rev int64, events []nodeset.Event) error
+}
+
+// Resume is a view recorded by an earlier run.
+type Resume struct {
+	View  []nodeset.Change
+	Batch int
 }
 
 // hasGoal reports whether anything ends the run successfully.
@@ -208,7 +240,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	defer cancel(nil) // runs before wg.Wait
 
 	lister, streaming := src.(Lister)
-	streaming = streaming && o.Once && o.Until == nil && o.Each == nil
+	streaming = streaming && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
 	q := handoff.New(0)
 	var sink nodeset.Sink = q
 	if o.Progress != nil {
@@ -250,6 +282,10 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	}
 	defer r.warn.flush()
 	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
+	if o.Resume != nil {
+		r.fol.Load(o.Resume.View)
+		r.resuming, r.batchBase = true, o.Resume.Batch
+	}
 
 	// The reader of the batches writes to w itself: a goroutine per
 	// write would cost two wakeups a line. Run waits for it, and gives
@@ -264,9 +300,12 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	done := make(chan ended, 1)
 	go func() {
 		var e ended
-		if streaming {
+		switch {
+		case streaming:
 			e.res, e.err = r.list(lister)
-		} else {
+		case o.Exec != nil:
+			e.res, e.err = r.execLoop(q)
+		default:
 			e.res, e.err = r.loop(q)
 		}
 		done <- e
@@ -324,6 +363,18 @@ type run struct {
 	confirmedRev           int64
 	// everSeen: the view held an object after some batch (Report).
 	everSeen bool
+
+	// resuming: the next full batch is the first after Resume. batchBase
+	// is the number of the last batch delivered before this run.
+	resuming  bool
+	batchBase int
+	// With State: the events of the batch being printed, and whether it
+	// ended (a batch_done, printed or kept silent) at rev.
+	recording []nodeset.Event
+	ended     bool
+	endedRev  int64
+	// With Exec: what the handler has not been given yet (deliver.go).
+	undelivered
 }
 
 // abandon is the Result of a run whose reader of the batches is blocked
@@ -357,10 +408,19 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		}
 		changed, err := r.apply(b)
 		if errors.Is(err, errGoalMet) {
+			if err := r.enc.Flush(); err != nil {
+				return r.end(err)
+			}
+			if err := r.record(); err != nil {
+				return r.end(err)
+			}
 			return r.goalMet()
 		}
 		if err == nil {
 			err = r.enc.Flush()
+		}
+		if err == nil {
+			err = r.record()
 		}
 		if err != nil {
 			return r.end(err)
@@ -430,9 +490,13 @@ func (r *run) heartbeat() error {
 
 // apply prints what b changes and reports whether the view changed.
 func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
+	r.resumed(&b)
 	silent := r.o.ChangesOnly && b.Cause == nodeset.CauseInitial
 	err = r.fol.Apply(b, func(ev nodeset.Event) error {
 		changed = true
+		if r.o.State != nil {
+			r.keep(ev)
+		}
 		if silent {
 			return nil
 		}
@@ -441,12 +505,47 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 	return changed, err
 }
 
+// resumed marks the first full batch after Resume as CauseResume.
+func (r *run) resumed(b *nodeset.Batch) {
+	if r.resuming && b.Full() {
+		b.Cause, r.resuming = nodeset.CauseResume, false
+	}
+}
+
+// keep keeps ev for record.
+func (r *run) keep(ev nodeset.Event) {
+	if ev.Type == nodeset.BatchDone {
+		r.ended, r.endedRev = true, ev.Rev
+		return
+	}
+	r.recording = append(r.recording, ev)
+}
+
+// record records, with State, the events printed since the last record,
+// once they are flushed: those of a batch that ended, or, when --count
+// stops a batch halfway, those that were printed.
+func (r *run) record() error {
+	if r.o.State == nil || (!r.ended && len(r.recording) == 0) {
+		return nil
+	}
+	rev := r.endedRev
+	if !r.ended {
+		for _, ev := range r.recording {
+			rev = max(rev, ev.Rev)
+		}
+	}
+	err := r.o.State.Record(r.batchBase+r.res.Batches, rev, r.recording)
+	clear(r.recording)
+	r.recording, r.ended = r.recording[:0], false
+	return err
+}
+
 // print prints ev, counts it, and returns errGoalMet once --count is met.
 func (r *run) print(ev nodeset.Event) error {
 	if ev.Type == nodeset.BatchDone {
 		r.res.Batches++
 		r.batches.Add(1)
-		ev.Batch = r.res.Batches // number what is printed (--changes-only)
+		ev.Batch = r.batchBase + r.res.Batches // number what is printed (--changes-only)
 	} else {
 		r.res.Events++
 		r.events.Add(1)

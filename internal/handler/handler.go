@@ -1,0 +1,128 @@
+// Package handler runs the command of --exec: once per delivered batch,
+// with the batch's NDJSON lines on its stdin and the batch described in
+// its environment, in a process group of its own, so that a timeout or a
+// signal reaches everything it started.
+package handler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// DefaultGrace is how long a handler may take to end after SIGTERM (or
+// the signal nodewatch got) before it is killed.
+const DefaultGrace = 5 * time.Second
+
+// Handler is the command of --exec.
+type Handler struct {
+	// Command is run as `/bin/sh -c Command`.
+	Command string
+	// Timeout > 0 ends a run that takes longer: its process group gets
+	// SIGTERM, then, Grace later, SIGKILL.
+	Timeout time.Duration
+	// Grace: see DefaultGrace; 0 means the default.
+	Grace time.Duration
+	// Stdout and Stderr receive the handler's; nil discards them.
+	Stdout, Stderr io.Writer
+}
+
+// Signal is the cause of a context that a signal ended (main sets it),
+// so that the signal can be passed on to a running handler.
+type Signal struct{ os.Signal }
+
+func (s Signal) Error() string { return s.Signal.String() + " signal received" }
+
+// Run runs the handler once for the batch that done ends, with input on
+// its stdin; attempt counts the runs for this batch from 1. It returns nil
+// when the handler exits 0. When ctx ends first, the handler gets the
+// signal that ended it (SIGTERM for anything else), then, Grace later,
+// SIGKILL, and Run returns ctx.Err() once it is gone.
+func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, attempt int) error {
+	cmd := exec.Command("/bin/sh", "-c", h.Command)
+	cmd.Stdin = bytes.NewReader(input)
+	cmd.Stdout, cmd.Stderr = h.Stdout, h.Stderr
+	cmd.Env = append(os.Environ(), Env(done, attempt)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child that the handler left running may hold its stdout: the run
+	// ends with the handler, not with it.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	if h.Timeout > 0 {
+		t := time.NewTimer(h.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				return fmt.Errorf("killed by %v", ws.Signal())
+			}
+			return fmt.Errorf("exit status %d", ee.ExitCode())
+		}
+		return err
+	case <-timeout:
+		h.end(cmd.Process.Pid, syscall.SIGTERM, exited)
+		return fmt.Errorf("timed out after %v (--exec-timeout)", h.Timeout)
+	case <-ctx.Done():
+		sig := syscall.SIGTERM
+		var s Signal
+		if errors.As(context.Cause(ctx), &s) {
+			if ss, ok := s.Signal.(syscall.Signal); ok {
+				sig = ss
+			}
+		}
+		h.end(cmd.Process.Pid, sig, exited)
+		return ctx.Err()
+	}
+}
+
+// end sends sig to the process group of pid, and SIGKILL once Grace has
+// passed, until the handler has exited.
+func (h *Handler) end(pid int, sig syscall.Signal, exited <-chan error) {
+	syscall.Kill(-pid, sig)
+	grace := h.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return
+	case <-t.C:
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited
+}
+
+// Env is the environment that describes a batch to its handler, beside
+// the inherited one.
+func Env(done nodeset.Event, attempt int) []string {
+	return []string{
+		"NODEWATCH_BATCH=" + strconv.Itoa(done.Batch),
+		"NODEWATCH_CAUSE=" + done.Cause.String(),
+		"NODEWATCH_SYNCED=" + strconv.FormatBool(done.Synced),
+		"NODEWATCH_REV=" + strconv.FormatInt(done.Rev, 10),
+		"NODEWATCH_NEW=" + strconv.Itoa(done.Counts.New),
+		"NODEWATCH_UPDATED=" + strconv.Itoa(done.Counts.Updated),
+		"NODEWATCH_DELETED=" + strconv.Itoa(done.Counts.Deleted),
+		"NODEWATCH_ATTEMPT=" + strconv.Itoa(attempt),
+	}
+}

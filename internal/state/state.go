@@ -1,0 +1,307 @@
+// Package state keeps what a run has delivered (--state FILE), so that a
+// later run picks up where it left off: the delivered view (every object
+// by id, as the JSON it was printed as), the number of the last batch
+// delivered and the revision it brought the view to.
+//
+// The file is a bbolt database (etcd's own storage engine): recording a
+// batch is one transaction that writes only the ids the batch changed, so
+// its cost grows with the batch, not with the view, and a kill at any
+// moment leaves either the batch before or the batch after.
+//
+// The file knows what it follows (Follows): a run that follows something
+// else is refused. A file that is held by another process, unreadable or
+// not a state file is refused too, and left exactly as it was: nothing
+// is ever reset.
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// format is the version of the file's layout.
+const format = "nodewatch-state/1"
+
+// The buckets and keys of the file.
+var (
+	metaBucket = []byte("meta")
+	viewBucket = []byte("view")
+	formatKey  = []byte("format")
+	followsKey = []byte("follows")
+	batchKey   = []byte("batch")
+	revKey     = []byte("rev")
+)
+
+// Field is one thing a state file follows: a name (the command, a flag)
+// and its value in the run that made the file.
+type Field struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Store is an open state file. It is used by one goroutine.
+type Store struct {
+	path string
+	db   *bolt.DB
+	// Batch and Rev are those of the last batch recorded (0 for none).
+	batch int
+	rev   int64
+}
+
+// Errors of Open, for callers that tell them apart; every error Open
+// returns names the file and says how to go on.
+var (
+	// ErrMismatch: the file follows something else than this run.
+	ErrMismatch = errors.New("the file follows another watch")
+	// ErrHeld: another process has the file open.
+	ErrHeld = errors.New("in use")
+	// ErrBad: the file cannot be read, or is not a state file.
+	ErrBad = errors.New("not a usable state file")
+)
+
+// lockWait is how long Open waits for another process to let go of the
+// file (bbolt takes an exclusive flock).
+const lockWait = 200 * time.Millisecond
+
+// Open opens the state file at path, creating it if it does not exist,
+// for a run that follows what follows describes.
+func Open(path string, follows []Field) (*Store, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("--state %s: %w: not a regular file", path, ErrBad)
+	case err == nil && fi.Size() == 0:
+		// bbolt would make it a new database: an empty file is no state,
+		// and whoever made it may want it.
+		return nil, fmt.Errorf("--state %s: %w: the file is empty (remove it to start afresh)", path, ErrBad)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("--state %s: %w: %v", path, ErrBad, err)
+	}
+	fresh := err != nil
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("--state %s: %w%s: one file follows for one run at a time", path, ErrHeld, holder(path))
+	case err != nil:
+		return nil, fmt.Errorf("--state %s: %w: %v (move it away to start afresh)", path, ErrBad, err)
+	}
+	s := &Store{path: path, db: db}
+	if fresh {
+		err = s.create(follows)
+	} else {
+		err = s.check(follows)
+	}
+	if err != nil {
+		db.Close()
+		if fresh {
+			os.Remove(path)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// create writes the meta of a new file.
+func (s *Store) create(follows []Field) error {
+	f, err := json.Marshal(follows)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		m, err := tx.CreateBucket(metaBucket)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(viewBucket); err != nil {
+			return err
+		}
+		if err := m.Put(formatKey, []byte(format)); err != nil {
+			return err
+		}
+		return m.Put(followsKey, f)
+	})
+}
+
+// check reads the meta of an existing file and compares what it follows
+// with follows. It only reads.
+func (s *Store) check(follows []Field) (err error) {
+	return s.view(func(tx *bolt.Tx) error {
+		m := tx.Bucket(metaBucket)
+		if m == nil || tx.Bucket(viewBucket) == nil || string(m.Get(formatKey)) != format {
+			return fmt.Errorf("--state %s: %w: a bbolt database, but not nodewatch's (move it away to start afresh)", s.path, ErrBad)
+		}
+		var had []Field
+		if err := json.Unmarshal(m.Get(followsKey), &had); err != nil {
+			return s.bad("follows: %v", err)
+		}
+		if d := differences(had, follows); d != "" {
+			return fmt.Errorf("--state %s: %w: %s; to start afresh, remove the file or give another one", s.path, ErrMismatch, d)
+		}
+		if b := m.Get(batchKey); b != nil {
+			if len(b) != 16 {
+				return s.bad("batch record of %d bytes", len(b))
+			}
+			s.batch = int(binary.BigEndian.Uint64(b))
+			s.rev = int64(binary.BigEndian.Uint64(b[8:]))
+		}
+		return nil
+	})
+}
+
+// view runs fn in a read transaction, turning a panic of bbolt over a
+// damaged file into an error.
+func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.bad("%v", p)
+		}
+	}()
+	return s.db.View(fn)
+}
+
+func (s *Store) bad(format string, args ...any) error {
+	return fmt.Errorf("--state %s: %w: %s (move it away to start afresh)", s.path, ErrBad, fmt.Sprintf(format, args...))
+}
+
+// differences describes how had (the file's) and want (this run's)
+// differ; "" if they do not.
+func differences(had, want []Field) string {
+	values := func(fs []Field) map[string]string {
+		m := make(map[string]string, len(fs))
+		for _, f := range fs {
+			m[f.Name] = f.Value
+		}
+		return m
+	}
+	h, w := values(had), values(want)
+	var d []string
+	seen := map[string]bool{}
+	for _, f := range append(append([]Field{}, had...), want...) {
+		if seen[f.Name] {
+			continue
+		}
+		seen[f.Name] = true
+		if h[f.Name] != w[f.Name] {
+			d = append(d, fmt.Sprintf("%s is %s there, %s here", f.Name, shown(h[f.Name]), shown(w[f.Name])))
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+func shown(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return strconv.Quote(v)
+}
+
+// holder names the process that holds the lock on path, as " (held by
+// pid N: CMDLINE)", or "" when /proc does not say.
+func holder(path string) string {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return ""
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// 1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 6 || fs[1] != "FLOCK" {
+			continue
+		}
+		dev := strings.Split(fs[5], ":")
+		if len(dev) != 3 || dev[2] != strconv.FormatUint(st.Ino, 10) {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + fs[4] + "/cmdline")
+		cmd = bytes.TrimRight(cmd, "\x00")
+		if len(cmd) == 0 {
+			return " (held by pid " + fs[4] + ")"
+		}
+		return fmt.Sprintf(" (held by pid %s: %s)", fs[4], bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+	}
+	return ""
+}
+
+// Resumed reports whether an earlier run recorded a batch: then the view
+// is where this run starts.
+func (s *Store) Resumed() bool { return s.batch > 0 }
+
+// Batch and Rev return the number of the last batch recorded and the
+// revision it brought the view to.
+func (s *Store) Batch() int   { return s.batch }
+func (s *Store) Rev() int64   { return s.rev }
+func (s *Store) Path() string { return s.path }
+
+// View reads the recorded view, in id order, as the changes that build
+// it. A value that is not JSON makes it an ErrBad error.
+func (s *Store) View() ([]nodeset.Change, error) {
+	var view []nodeset.Change
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(viewBucket).ForEach(func(k, v []byte) error {
+			if !json.Valid(v) {
+				return s.bad("the object of %q is not JSON", k)
+			}
+			view = append(view, nodeset.Change{ID: string(k), Object: jsondoc.New(bytes.Clone(v)), Rev: s.rev})
+			return nil
+		})
+	})
+	return view, err
+}
+
+// Record records that batch (numbered batch, bringing the view to rev)
+// was delivered: its events' objects are written, its deletions removed,
+// in one transaction. Objects must be *jsondoc.Doc.
+func (s *Store) Record(batch int, rev int64, events []nodeset.Event) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v := tx.Bucket(viewBucket)
+		for _, ev := range events {
+			var err error
+			switch ev.Type {
+			case nodeset.New, nodeset.Updated:
+				doc, ok := ev.Object.(*jsondoc.Doc)
+				if !ok {
+					return fmt.Errorf("%q: object of type %T", ev.ID, ev.Object)
+				}
+				err = v.Put([]byte(ev.ID), doc.JSON())
+			case nodeset.Deleted:
+				err = v.Delete([]byte(ev.ID))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var b [16]byte
+		binary.BigEndian.PutUint64(b[:], uint64(batch))
+		binary.BigEndian.PutUint64(b[8:], uint64(rev))
+		return tx.Bucket(metaBucket).Put(batchKey, b[:])
+	})
+	if err != nil {
+		return fmt.Errorf("--state %s: recording batch %d: %w", s.path, batch, err)
+	}
+	s.batch, s.rev = batch, rev
+	return nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }

@@ -1,0 +1,264 @@
+package watch
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nodewatch/nodewatch/internal/backoff"
+	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/stream"
+)
+
+// A run with Exec hands batches to one handler at a time. While it runs,
+// or waits to be retried, the follower goes on applying what the source
+// sends, and the run keeps, for each id that changed, the state the
+// handler was last given (undelivered). The next run of the handler gets
+// the difference between those states and the view now: the latest
+// state per id, deletions kept, an object that came and went not at all.
+// So a slow handler never works through stale states, and memory is
+// bounded by the ids, whatever the rate of changes.
+
+// DefaultExecBackoffMax caps the wait before a failed handler runs
+// again; the first wait is about backoff.Initial, then it doubles.
+const DefaultExecBackoffMax = 30 * time.Second
+
+// undelivered is what the handler has not been given yet.
+type undelivered struct {
+	// before holds, for each id changed since the last delivery, its
+	// state as delivered then.
+	before map[string]delivered
+	cause  nodeset.Cause // of the batches merged: see merge
+	synced bool
+	rev    int64
+	input  bytes.Buffer
+	enc    *stream.Encoder // into input
+}
+
+// delivered is the state of an id that a handler was last given.
+type delivered struct {
+	obj any   // the object, if had
+	had bool  // the handler had the id
+	rev int64 // the revision of the id's latest change since
+}
+
+// execLoop is the reader of the batches with Exec.
+func (r *run) execLoop(q *handoff.Queue) (Result, error) {
+	u := &r.undelivered
+	u.before = map[string]delivered{}
+	opts := r.o.Output
+	opts.Format, opts.FlushEachLine, opts.Color = stream.JSON, false, false
+	u.enc = stream.NewEncoder(&u.input, opts)
+	for {
+		b, err := q.Next(r.ctx)
+		if err == nil && r.ctx.Err() != nil {
+			err = r.ctx.Err()
+		}
+		if err != nil {
+			return r.end(err)
+		}
+		r.res.Received = true
+		r.received.Store(true)
+		err = r.collect(b)
+		if err == nil {
+			err = r.drain(q)
+		}
+		var n int
+		if err == nil {
+			n, err = r.deliverRetrying(q)
+		}
+		if err != nil {
+			return r.end(err)
+		}
+		if r.fol.Set().Len() > 0 {
+			r.everSeen = true
+		}
+		switch {
+		case r.o.Once && u.synced,
+			r.o.Count > 0 && r.res.Events >= r.o.Count:
+			return r.goalMet()
+		case n == 0 && !b.Full():
+			continue
+		}
+		if r.o.Until != nil {
+			met, err := r.untilMet()
+			if err != nil {
+				return r.end(err)
+			}
+			if met {
+				return r.goalMet()
+			}
+		}
+		if r.o.Each != nil {
+			met, err := r.eachMet()
+			if err != nil {
+				return r.end(err)
+			}
+			if met {
+				return r.goalMet()
+			}
+		}
+	}
+}
+
+// collect applies b to the view, and notes for each id it changes the
+// state the handler had. The initial state that --changes-only keeps
+// silent counts as delivered: it is recorded at once.
+func (r *run) collect(b nodeset.Batch) error {
+	r.resumed(&b)
+	u := &r.undelivered
+	silent := r.o.ChangesOnly && b.Cause == nodeset.CauseInitial
+	err := r.fol.Apply(b, func(ev nodeset.Event) error {
+		if silent && r.o.State != nil {
+			r.keep(ev)
+		}
+		switch {
+		case ev.Type == nodeset.BatchDone:
+			u.synced, u.rev = ev.Synced, max(u.rev, ev.Rev)
+			return nil
+		case silent:
+			return nil
+		}
+		d, ok := u.before[ev.ID]
+		if !ok {
+			d = delivered{obj: ev.Prev, had: ev.Type != nodeset.New}
+		}
+		d.rev = ev.Rev
+		u.before[ev.ID] = d
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if silent {
+		return r.record()
+	}
+	u.merge(b.Cause)
+	return nil
+}
+
+// merge notes the cause of one more batch in what is undelivered: a
+// first state (initial, resume) stays what it is, a resync outweighs
+// changes.
+func (u *undelivered) merge(c nodeset.Cause) {
+	if c != nodeset.CauseChange && (u.cause == nodeset.CauseChange || u.cause == nodeset.CauseResync) {
+		u.cause = c
+	}
+}
+
+// drain applies every batch queued now, without waiting.
+func (r *run) drain(q *handoff.Queue) error {
+	now, cancel := context.WithCancel(r.ctx)
+	cancel()
+	for {
+		b, err := q.Next(now)
+		if err != nil {
+			return nil // nothing queued, or closed: the next Next says which
+		}
+		if err := r.collect(b); err != nil {
+			return err
+		}
+	}
+}
+
+// deliverRetrying delivers what is undelivered, retrying a failed
+// handler with backoff; every retry gets what merged since too. It
+// returns the number of events delivered.
+func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
+	bo := backoff.Backoff{Max: cmp.Or(r.o.ExecBackoffMax, DefaultExecBackoffMax)}
+	for attempt := 1; ; attempt++ {
+		n, err := r.deliver(attempt)
+		if err == nil || r.ctx.Err() != nil {
+			return n, err
+		}
+		batch := r.batchBase + r.res.Batches + 1
+		if attempt > r.o.ExecRetries {
+			return 0, fmt.Errorf("--exec: the handler of batch %d failed %d times, the last time: %w", batch, attempt, err)
+		}
+		wait := bo.Next()
+		if r.o.Logf != nil {
+			r.o.Logf("--exec: the handler of batch %d failed (%v); retry %d of %d in %v", batch, err, attempt, r.o.ExecRetries, wait.Round(time.Millisecond))
+		}
+		if err := backoff.Sleep(r.ctx, wait); err != nil {
+			return 0, err
+		}
+		if err := r.drain(q); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// deliver runs the handler once over the difference between what it was
+// given and the view now, if there is any, and records the delivery. It
+// returns the number of events delivered.
+func (r *run) deliver(attempt int) (int, error) {
+	u := &r.undelivered
+	var events []nodeset.Event
+	var counts nodeset.Counts
+	set := r.fol.Set()
+	for _, id := range slices.Sorted(maps.Keys(u.before)) {
+		d := u.before[id]
+		cur, has := set.Get(id)
+		var ev nodeset.Event
+		switch {
+		case !d.had && !has:
+			continue
+		case !d.had:
+			ev = nodeset.Event{Type: nodeset.New, ID: id, Object: cur, Rev: d.rev}
+			counts.New++
+		case !has:
+			ev = nodeset.Event{Type: nodeset.Deleted, ID: id, Prev: d.obj, Rev: d.rev}
+			counts.Deleted++
+		default:
+			eq, err := r.fol.Equal(id, d.obj, cur)
+			if err != nil {
+				return 0, fmt.Errorf("%q: %w", id, err)
+			}
+			if eq {
+				continue
+			}
+			ev = nodeset.Event{Type: nodeset.Updated, ID: id, Object: cur, Prev: d.obj, Rev: d.rev}
+			counts.Updated++
+		}
+		events = append(events, ev)
+	}
+	if len(events) == 0 {
+		u.delivered()
+		return 0, nil
+	}
+	done := nodeset.Event{Type: nodeset.BatchDone, Batch: r.batchBase + r.res.Batches + 1, Synced: u.synced, Cause: u.cause, Counts: counts, Rev: u.rev}
+	u.input.Reset()
+	for _, ev := range append(events, done) {
+		if err := u.enc.Encode(ev); err != nil {
+			return 0, err
+		}
+	}
+	if err := u.enc.Flush(); err != nil {
+		return 0, err
+	}
+	if err := r.o.Exec(r.ctx, u.input.Bytes(), done, attempt); err != nil {
+		return 0, err
+	}
+	r.res.Batches++
+	r.batches.Add(1)
+	r.res.Events += len(events)
+	r.events.Add(int64(len(events)))
+	if r.o.State != nil {
+		if err := r.o.State.Record(done.Batch, done.Rev, events); err != nil {
+			return 0, err
+		}
+	}
+	u.delivered()
+	return len(events), nil
+}
+
+// delivered forgets what was just delivered.
+func (u *undelivered) delivered() {
+	clear(u.before)
+	u.cause = nodeset.CauseChange
+}
