@@ -93,27 +93,42 @@ func Open(path string, follows []Field) (*Store, error) {
 		return nil, fmt.Errorf("--state %s: %w: %v", path, ErrBad, err)
 	}
 	fresh := err != nil
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait})
-	switch {
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("--state %s: %w%s: one file follows for one run at a time", path, ErrHeld, holder(path))
-	case err != nil:
-		return nil, fmt.Errorf("--state %s: %w: %v (move it away to start afresh)", path, ErrBad, err)
-	}
-	s := &Store{path: path, db: db}
-	if fresh {
-		err = s.create(follows)
-	} else {
-		err = s.check(follows)
-	}
-	if err != nil {
-		db.Close()
-		if fresh {
-			os.Remove(path)
+	s := &Store{path: path}
+	if !fresh {
+		// Read-only first: bbolt's read-write open reads the freelist
+		// (which faults on a file cut short) and may write it back.
+		if s.db, err = s.open(true); err != nil {
+			return nil, err
 		}
+		err = s.check(follows, fi.Size())
+		s.db.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.db, err = s.open(false); err != nil {
 		return nil, err
 	}
+	if fresh {
+		if err := s.create(follows); err != nil {
+			s.db.Close()
+			os.Remove(path)
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// open opens the file with bbolt, read-only or not.
+func (s *Store) open(readOnly bool) (*bolt.DB, error) {
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("--state %s: %w%s: one file follows for one run at a time", s.path, ErrHeld, holder(s.path))
+	case err != nil:
+		return nil, fmt.Errorf("--state %s: %w: %v (move it away to start afresh)", s.path, ErrBad, err)
+	}
+	return db, nil
 }
 
 // create writes the meta of a new file.
@@ -137,10 +152,15 @@ func (s *Store) create(follows []Field) error {
 	})
 }
 
-// check reads the meta of an existing file and compares what it follows
-// with follows. It only reads.
-func (s *Store) check(follows []Field) (err error) {
+// check reads the meta of an existing file of size bytes and compares
+// what it follows with follows. It only reads.
+func (s *Store) check(follows []Field, size int64) (err error) {
 	return s.view(func(tx *bolt.Tx) error {
+		if tx.Size() > size {
+			// Cut short (a copy, a full disk): the first read of a
+			// missing page would fault.
+			return s.bad("%d bytes, where its meta says %d: cut short", size, tx.Size())
+		}
 		m := tx.Bucket(metaBucket)
 		if m == nil || tx.Bucket(viewBucket) == nil || string(m.Get(formatKey)) != format {
 			return fmt.Errorf("--state %s: %w: a bbolt database, but not nodewatch's (move it away to start afresh)", s.path, ErrBad)
