@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nodewatch/nodewatch/internal/curator"
+	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
+	"github.com/nodewatch/nodewatch/internal/testkit"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+)
+
+// TestE2EReadmeCronRecipe runs the README's "Replacing a cron job", as
+// written, against a live serve: the inventory follows the nodes that are
+// up; after a kill (of the whole process group, as systemd stops a unit),
+// what changed meanwhile reaches it, deletions included. The unit file
+// is deploy/'s, passes systemd-analyze verify, and its ExecStart, run as
+// systemd would split it, does the same.
+func TestE2EReadmeCronRecipe(t *testing.T) {
+	t.Parallel()
+	recipes, path := readmeRecipes(t, "## Replacing a cron job", 2)
+	ep, c := etcdtest.StartWith(t)
+	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_NEW, ""))
+	addr, _ := serve(t, ep)
+	work, inv := t.TempDir(), t.TempDir()
+	env := []string{"PATH=" + path, "HOME=" + work, "XDG_STATE_HOME=" + filepath.Join(work, "state"), "INVENTORY=" + inv, "CURATOR=" + addr}
+	inWork := func(snippet string) string { return "cd " + work + "\n" + snippet }
+	if out, err := runSnippet(inWork(recipes[0]), env); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	inventory := func(dir string, want map[string]string) {
+		t.Helper()
+		testkit.Eventually(t, func() error {
+			got := map[string]string{}
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				got[filepath.Base(f)] = strings.TrimSpace(string(b))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("inventory %v, want %v", got, want)
+			}
+			return nil
+		})
+	}
+	a, b, cc := "metropolis-"+idA, "metropolis-"+idB, "metropolis-"+idC
+	out, kill := startGroup(t, inWork(recipes[1]), env)
+	inventory(inv, map[string]string{a: "10.0.0.1"})
+	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
+	inventory(inv, map[string]string{a: "10.0.0.1", b: "10.0.0.2"})
+
+	// Down: the recipe's process group killed. Meanwhile A goes, C comes.
+	kill()
+	etcdtest.Delete(t, c, curator.DefaultPrefix+a)
+	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
+	out2, _ := startGroup(t, inWork(recipes[1]), env)
+	inventory(inv, map[string]string{b: "10.0.0.2", cc: "10.0.0.3"})
+	if s := out.String() + out2.String(); s != "" {
+		t.Errorf("the recipe printed %q", s)
+	}
+
+	// The unit: deploy/'s, as the README shows it.
+	unit := readmeBlock(t, "## Replacing a cron job", "ini")
+	if b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nodewatch-inventory.service")); err != nil || string(b) != unit {
+		t.Fatalf("deploy/nodewatch-inventory.service differs from the README's unit (%v)", err)
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze is not installed (.ci/run installs systemd)")
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(binary(t), filepath.Join(bin, "nodewatch")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(work, "on-nodes.sh"), filepath.Join(bin, "on-nodes.sh")); err != nil {
+		t.Fatal(err)
+	}
+	unitDir := t.TempDir()
+	unitFile := filepath.Join(unitDir, "nodewatch-inventory.service")
+	if err := os.WriteFile(unitFile, []byte(strings.ReplaceAll(unit, "/usr/local/bin/", bin+"/")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verify := exec.Command("systemd-analyze", "verify", unitFile)
+	if b, err := verify.CombinedOutput(); err != nil || len(b) > 0 {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, b)
+	}
+
+	// ExecStart, split as systemd splits it, with the unit's environment
+	// (the Curator and the inventory replaced) and a state directory.
+	args := systemdSplit(t, regexp.MustCompile(`(?m)^ExecStart=(.*)$`).FindStringSubmatch(unit)[1])
+	stateDir, inv2 := t.TempDir(), t.TempDir()
+	for i, a := range args {
+		args[i] = strings.NewReplacer("/var/lib/nodewatch-inventory", stateDir, "/usr/local/bin/", bin+"/").Replace(a)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	svcOut, _ := startGroup(t, "exec "+strings.Join(quoted, " "), []string{"PATH=" + path, "NODEWATCH_CURATOR=" + addr, "INVENTORY=" + inv2})
+	inventory(inv2, map[string]string{b: "10.0.0.2", cc: "10.0.0.3"})
+	if _, err := os.Stat(filepath.Join(stateDir, "inventory.db")); err != nil {
+		t.Fatalf("the unit's state file: %v; output %s", err, svcOut)
+	}
+}
+
+// runSnippet runs a shell snippet to its end with env.
+func runSnippet(snippet string, env []string) (string, error) {
+	cmd := exec.Command("bash", "-c", snippet)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// startGroup runs a shell snippet with env in a process group of its
+// own, and returns its output and a kill of the whole group (as systemd
+// stops a unit), which waits for its end.
+func startGroup(t *testing.T, snippet string, env []string) (*testkit.Buffer, func()) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", snippet)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &testkit.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	kill := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	t.Cleanup(kill)
+	return out, kill
+}
+
+// readmeBlock returns the one code block in lang of README.md's section.
+func readmeBlock(t *testing.T, heading, lang string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "\n"+heading+"\n")
+	end := strings.Index(text[start+1:], "\n## ")
+	m := regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1)
+	if len(m) != 1 {
+		t.Fatalf("README's %q has %d %s blocks, want 1", heading, len(m), lang)
+	}
+	return m[0][1]
+}
+
+// systemdSplit splits a command line as systemd does for ExecStart:
+// words separated by spaces, double or single quotes group, and a
+// backslash escapes the next character.
+func systemdSplit(t *testing.T, line string) []string {
+	t.Helper()
+	var args []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case ch == '\\' && i+1 < len(line):
+			i++
+			cur.WriteByte(line[i])
+			in = true
+		case quote != 0 && ch == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteByte(ch)
+		case ch == '"' || ch == '\'':
+			quote, in = ch, true
+		case ch == ' ':
+			if in {
+				args = append(args, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(ch)
+			in = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("ExecStart: unterminated quote: %s", line)
+	}
+	if in {
+		args = append(args, cur.String())
+	}
+	return slices.Clip(args)
+}
