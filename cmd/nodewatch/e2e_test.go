@@ -37,7 +37,7 @@ var (
 )
 
 // binary builds nodewatch once per test run and returns its path.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nodewatch-e2e-")
@@ -61,7 +61,7 @@ func binary(t *testing.T) string {
 // and an empty HOME.
 // The command is killed 2×timeout after this call (not counting the
 // build).
-func command(t *testing.T, args ...string) *exec.Cmd {
+func command(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	bin := binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*timeout)
