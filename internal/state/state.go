@@ -119,9 +119,16 @@ func Open(path string, follows []Field) (*Store, error) {
 	return s, nil
 }
 
-// open opens the file with bbolt, read-only or not.
-func (s *Store) open(readOnly bool) (*bolt.DB, error) {
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
+// open opens the file with bbolt, read-only or not. bbolt's read-write
+// open reads the freelist, and panics when it is damaged: that is a bad
+// file too (its descriptor is lost; the run ends).
+func (s *Store) open(readOnly bool) (db *bolt.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			db, err = nil, s.bad("%v", p)
+		}
+	}()
+	db, err = bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("--state %s: %w%s: one file follows for one run at a time", s.path, ErrHeld, holder(s.path))
