@@ -44,7 +44,6 @@ var (
 	formatKey  = []byte("format")
 	followsKey = []byte("follows")
 	batchKey   = []byte("batch")
-	revKey     = []byte("rev")
 )
 
 // Field is one thing a state file follows: a name (the command, a flag)
