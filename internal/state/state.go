@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,6 +123,7 @@ func Open(path string, follows []Field) (*Store, error) {
 // open reads the freelist, and panics when it is damaged: that is a bad
 // file too (its descriptor is lost; the run ends).
 func (s *Store) open(readOnly bool) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			db, err = nil, s.bad("%v", p)
@@ -190,8 +192,10 @@ func (s *Store) check(follows []Field, size int64) (err error) {
 }
 
 // view runs fn in a read transaction, turning a panic of bbolt over a
-// damaged file into an error.
+// damaged file into an error, and a fault in its memory map of the file
+// too (a value that runs past the end of the file).
 func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = s.bad("%v", p)
