@@ -105,11 +105,12 @@ func (h *Handler) end(pid int, sig syscall.Signal, exited <-chan error) {
 	defer t.Stop()
 	select {
 	case <-exited:
-		return
 	case <-t.C:
+		syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
 	}
+	// What the handler started and left behind ends with it.
 	syscall.Kill(-pid, syscall.SIGKILL)
-	<-exited
 }
 
 // Env is the environment that describes a batch to its handler, beside

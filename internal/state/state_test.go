@@ -673,19 +673,6 @@ func write(t *testing.T, path string, b []byte) {
 	}
 }
 
-// view reads the bbolt file at path with fn, as bbolt itself would.
-func view(t *testing.T, path string, fn func(*bolt.Tx) error) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.View(fn); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // update changes the bbolt file at path with fn, as bbolt itself would.
 func update(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	t.Helper()
