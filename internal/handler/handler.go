@@ -69,6 +69,10 @@ func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, att
 	}
 	select {
 	case err := <-exited:
+		if errors.Is(err, exec.ErrWaitDelay) {
+			// It exited 0; a child it left holds its stdout or stderr.
+			return nil
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

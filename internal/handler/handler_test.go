@@ -173,6 +173,22 @@ func TestOutput(t *testing.T) {
 	}
 }
 
+// TestOutputLeftOpen: a handler that exits 0 and leaves a child that
+// holds its stdout has succeeded; the run ends with the handler (and
+// WaitDelay), not with the child.
+func TestOutputLeftOpen(t *testing.T) {
+	dir := t.TempDir()
+	var stdout testkit.Buffer
+	h := &handler.Handler{Command: script(dir, bg("sleep 60"), "echo done"), Stdout: &stdout}
+	if err := h.Run(context.Background(), nil, done, 1); err != nil {
+		t.Errorf("Run: %v, want nil", err)
+	}
+	started(t, dir) // kills the sleep when the test ends
+	if stdout.String() != "done\n" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+}
+
 // group is the process group of a handler, which it names in a file
 // (its shell's pid, $$, in dir/pid) once it has started, and the
 // children it started in the background (their pids, $!, in dir/kids).
@@ -285,29 +301,42 @@ func script(dir, setup, body string) string {
 	return fmt.Sprintf("cd %s || exit 99\n%s\necho $$ > pid.tmp && mv pid.tmp pid || exit 99\n%s", dir, setup, body)
 }
 
+// timeOut runs h, whose command is a script in dir, with a timeout of
+// first, and returns its process group, how long Run took and what it
+// returned. The timeout must come once the handler has started (written
+// its pid): on a loaded machine the shell may take long to start, and the
+// handler is run again with a longer one.
+func timeOut(t *testing.T, h *handler.Handler, dir string, first time.Duration) (g group, took time.Duration, err error) {
+	t.Helper()
+	for h.Timeout = first; h.Timeout <= testkit.Timeout; h.Timeout *= 4 {
+		os.Remove(filepath.Join(dir, "pid"))
+		start := time.Now()
+		err := h.Run(context.Background(), nil, done, 1)
+		took := time.Since(start)
+		if _, serr := os.Stat(filepath.Join(dir, "pid")); serr != nil {
+			t.Logf("the handler did not start within its timeout of %v (Run: %v)", h.Timeout, err)
+			continue
+		}
+		return started(t, dir), took, err
+	}
+	t.Fatalf("the handler did not start within %v", h.Timeout/4)
+	return
+}
+
 func TestTimeout(t *testing.T) {
 	dir := t.TempDir()
 	// A handler that started a child in the background and waits.
 	h := &handler.Handler{
 		Command: script(dir, bg("sleep 60"), "sleep 60; wait"),
-		Timeout: 200 * time.Millisecond,
 		Grace:   testkit.Timeout, // TERM ends it: no KILL is waited for
 	}
-	start := time.Now()
-	err := h.Run(context.Background(), nil, done, 1)
-	took := time.Since(start)
-	if err == nil || !strings.Contains(err.Error(), "timed out after 200ms") {
+	g, took, err := timeOut(t, h, dir, 200*time.Millisecond)
+	if err == nil || err.Error() != "timed out after "+h.Timeout.String()+" (--exec-timeout)" {
 		t.Errorf("Run: %v, want a timeout", err)
 	}
 	if took < h.Timeout || took > testkit.Timeout {
 		t.Errorf("Run took %v, want a little over %v", took, h.Timeout)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "pid")); err != nil {
-		// On a machine so loaded that the shell did not get this far in
-		// 200ms, the timeout ended it before it started anything.
-		t.Skipf("the handler did not start its children before its timeout: %v", err)
-	}
-	g := started(t, dir)
 	g.gone(t)
 }
 
@@ -320,31 +349,14 @@ func TestTimeoutGrace(t *testing.T) {
 		Command: script(dir, "trap '' TERM\n"+bg("sleep 60"), "sleep 60"),
 		Grace:   300 * time.Millisecond,
 	}
-	// The timeout must come after the trap is set: on a loaded machine the
-	// shell may take long to start, and the test tries again with a
-	// longer one.
-	for h.Timeout = 300 * time.Millisecond; ; h.Timeout *= 4 {
-		if h.Timeout > testkit.Timeout {
-			t.Fatalf("the handler did not start within %v", h.Timeout/4)
-		}
-		os.Remove(filepath.Join(dir, "pid"))
-		start := time.Now()
-		err := h.Run(context.Background(), nil, done, 1)
-		took := time.Since(start)
-		if err == nil || !strings.Contains(err.Error(), "timed out after "+h.Timeout.String()) {
-			t.Errorf("Run: %v, want a timeout", err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "pid")); err != nil {
-			t.Logf("the handler did not start within its timeout of %v: %v", h.Timeout, err)
-			continue
-		}
-		g := started(t, dir)
-		if took < h.Timeout+h.Grace || took > testkit.Timeout {
-			t.Errorf("Run took %v, want a little over %v (timeout and grace)", took, h.Timeout+h.Grace)
-		}
-		g.gone(t)
-		return
+	g, took, err := timeOut(t, h, dir, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "timed out after "+h.Timeout.String()) {
+		t.Errorf("Run: %v, want a timeout", err)
 	}
+	if took < h.Timeout+h.Grace || took > testkit.Timeout {
+		t.Errorf("Run took %v, want a little over %v (timeout and grace)", took, h.Timeout+h.Grace)
+	}
+	g.gone(t)
 }
 
 // ctxRun runs h in a goroutine and returns what it returns.
@@ -400,10 +412,9 @@ func TestSignal(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(dir, "got")); string(b) != "got "+c.want+"\n" {
 				t.Errorf("the handler wrote %q (%v), want it to have got SIG%s", b, err, c.want)
 			}
-			// A `cmd &` of sh ignores SIGINT: see TestSignalEndsGroup.
-			if c.want != "INT" {
-				g.gone(t)
-			}
+			// With SIGINT, the `sleep 60 &` outlives the handler: sh runs
+			// it with SIGINT ignored. See TestSignalEndsGroup.
+			g.gone(t)
 		})
 	}
 }
@@ -429,20 +440,10 @@ func TestSignalGrace(t *testing.T) {
 	g.gone(t)
 }
 
-// knownBug skips t, which fails on the code as it is, unless
-// NODEWATCH_TEST_KNOWN_BUGS is set.
-func knownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("NODEWATCH_TEST_KNOWN_BUGS") == "" {
-		t.Skip("known bug (NODEWATCH_TEST_KNOWN_BUGS=1 runs it): " + why)
-	}
-}
-
 // TestSignalEndsGroup: what a handler started is ended with it, also
 // when the handler exits on the signal and a child ignores it (sh runs a
 // `cmd &` with SIGINT ignored).
 func TestSignalEndsGroup(t *testing.T) {
-	knownBug(t, "end() sends SIGKILL only while the handler itself runs; a child that ignores the signal outlives it")
 	dir := t.TempDir()
 	h := &handler.Handler{Command: script(dir, "trap 'exit 0' INT\n"+bg("sleep 60"), "wait"), Grace: 300 * time.Millisecond}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -459,19 +460,45 @@ func TestSignalEndsGroup(t *testing.T) {
 // TestTimeoutEndsGroup: as TestSignalEndsGroup, for a timeout and a
 // child that ignores SIGTERM.
 func TestTimeoutEndsGroup(t *testing.T) {
-	knownBug(t, "end() sends SIGKILL only while the handler itself runs; a child that ignores the signal outlives it")
 	dir := t.TempDir()
 	h := &handler.Handler{
 		Command: script(dir, bg("(trap '' TERM; sleep 60)"), "sleep 60"),
 		Grace:   300 * time.Millisecond,
-		Timeout: time.Second,
 	}
-	err := h.Run(context.Background(), nil, done, 1)
+	g, _, err := timeOut(t, h, dir, 300*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("Run: %v, want a timeout", err)
 	}
-	g := started(t, dir)
 	g.gone(t)
+}
+
+// knownBug skips t, which fails on the code as it is, unless
+// NODEWATCH_TEST_KNOWN_BUGS is set.
+func knownBug(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("NODEWATCH_TEST_KNOWN_BUGS") == "" {
+		t.Skip("known bug (NODEWATCH_TEST_KNOWN_BUGS=1 runs it): " + why)
+	}
+}
+
+// TestTimeoutGraceForGroup: the grace is the process group's, not only
+// the handler's: a child that cleans up on SIGTERM gets it, although the
+// shell that started it ended at once.
+func TestTimeoutGraceForGroup(t *testing.T) {
+	knownBug(t, "end() sends SIGKILL to the group as soon as the handler exits")
+	dir := t.TempDir()
+	h := &handler.Handler{
+		Command: script(dir, bg("(trap 'sleep 0.2; echo cleaned up > cleaned; exit 0' TERM; sleep 60 & wait)"), "sleep 60"),
+		Grace:   testkit.Timeout,
+	}
+	g, _, err := timeOut(t, h, dir, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Errorf("Run: %v, want a timeout", err)
+	}
+	g.gone(t)
+	if b, err := os.ReadFile(filepath.Join(dir, "cleaned")); string(b) != "cleaned up\n" {
+		t.Errorf("the child did not clean up in its grace: %q, %v", b, err)
+	}
 }
 
 func BenchmarkRun(b *testing.B) {
