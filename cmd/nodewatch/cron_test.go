@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
@@ -52,7 +51,7 @@ func TestE2EReadmeCronRecipe(t *testing.T) {
 		})
 	}
 	a, b, cc := "metropolis-"+idA, "metropolis-"+idB, "metropolis-"+idC
-	out, kill := startGroup(t, inWork(recipes[1]), env)
+	out, _, kill := startGroup(t, inWork(recipes[1]), env)
 	inventory(inv, map[string]string{a: "10.0.0.1"})
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
 	inventory(inv, map[string]string{a: "10.0.0.1", b: "10.0.0.2"})
@@ -61,14 +60,18 @@ func TestE2EReadmeCronRecipe(t *testing.T) {
 	kill()
 	etcdtest.Delete(t, c, curator.DefaultPrefix+a)
 	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_UP, "10.0.0.3"))
-	out2, _ := startGroup(t, inWork(recipes[1]), env)
+	out2, _, _ := startGroup(t, inWork(recipes[1]), env)
 	inventory(inv, map[string]string{b: "10.0.0.2", cc: "10.0.0.3"})
 	if s := out.String() + out2.String(); s != "" {
 		t.Errorf("the recipe printed %q", s)
 	}
 
 	// The unit: deploy/'s, as the README shows it.
-	unit := readmeBlock(t, "## Replacing a cron job", "ini")
+	units := readmeBlocks(t, "## Replacing a cron job", "ini")
+	if len(units) != 1 {
+		t.Fatalf("README's cron recipe has %d unit files, want 1", len(units))
+	}
+	unit := units[0]
 	if b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nodewatch-inventory.service")); err != nil || string(b) != unit {
 		t.Fatalf("deploy/nodewatch-inventory.service differs from the README's unit (%v)", err)
 	}
@@ -103,7 +106,7 @@ func TestE2EReadmeCronRecipe(t *testing.T) {
 	for i, a := range args {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
-	svcOut, _ := startGroup(t, "exec "+strings.Join(quoted, " "), []string{"PATH=" + path, "NODEWATCH_CURATOR=" + addr, "INVENTORY=" + inv2})
+	svcOut, _, _ := startGroup(t, "exec "+strings.Join(quoted, " "), []string{"PATH=" + path, "NODEWATCH_CURATOR=" + addr, "INVENTORY=" + inv2})
 	inventory(inv2, map[string]string{b: "10.0.0.2", cc: "10.0.0.3"})
 	if _, err := os.Stat(filepath.Join(stateDir, "inventory.db")); err != nil {
 		t.Fatalf("the unit's state file: %v; output %s", err, svcOut)
@@ -116,46 +119,6 @@ func runSnippet(snippet string, env []string) (string, error) {
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// startGroup runs a shell snippet with env in a process group of its
-// own, and returns its output and a kill of the whole group (as systemd
-// stops a unit), which waits for its end.
-func startGroup(t *testing.T, snippet string, env []string) (*testkit.Buffer, func()) {
-	t.Helper()
-	cmd := exec.Command("bash", "-c", snippet)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &testkit.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	kill := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
-	t.Cleanup(kill)
-	return out, kill
-}
-
-// readmeBlock returns the one code block in lang of README.md's section.
-func readmeBlock(t *testing.T, heading, lang string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	start := strings.Index(text, "\n"+heading+"\n")
-	end := strings.Index(text[start+1:], "\n## ")
-	m := regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1)
-	if len(m) != 1 {
-		t.Fatalf("README's %q has %d %s blocks, want 1", heading, len(m), lang)
-	}
-	return m[0][1]
 }
 
 // systemdSplit splits a command line as systemd does for ExecStart:

@@ -29,6 +29,17 @@ func readmeRecipes(t *testing.T, heading string, n int) (recipes []string, path 
 	if err != nil {
 		t.Skip("jq is not installed (.ci/run installs it)")
 	}
+	recipes = readmeBlocks(t, heading, "sh")
+	if len(recipes) != n {
+		t.Fatalf("README's %q has %d recipes, this test knows %d", heading, len(recipes), n)
+	}
+	return recipes, filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
+}
+
+// readmeBlocks returns the code blocks in lang of README.md's section
+// with the given heading, in order.
+func readmeBlocks(t *testing.T, heading, lang string) []string {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -42,13 +53,11 @@ func readmeRecipes(t *testing.T, heading string, n int) (recipes []string, path 
 	if end < 0 {
 		end = len(text) - start - 1
 	}
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1) {
-		recipes = append(recipes, m[1])
+	var blocks []string
+	for _, m := range regexp.MustCompile("(?s)```"+lang+"\n(.*?)```").FindAllStringSubmatch(text[start:start+1+end], -1) {
+		blocks = append(blocks, m[1])
 	}
-	if len(recipes) != n {
-		t.Fatalf("README's %q has %d recipes, this test knows %d", heading, len(recipes), n)
-	}
-	return recipes, filepath.Dir(binary(t)) + ":" + filepath.Dir(jq) + ":/usr/bin:/bin"
+	return blocks
 }
 
 // startSnippet runs a shell snippet with the variables env (and no
@@ -56,25 +65,34 @@ func readmeRecipes(t *testing.T, heading string, n int) (recipes []string, path 
 // returns its output (stdout and stderr) and its end.
 func startSnippet(t *testing.T, snippet string, env ...string) (*testkit.Buffer, <-chan error) {
 	t.Helper()
+	out, done, _ := startGroup(t, snippet, env)
+	return out, done
+}
+
+// startGroup is startSnippet that also returns a kill of the whole
+// process group (as systemd stops a unit), which waits for its end.
+func startGroup(t *testing.T, snippet string, env []string) (out *testkit.Buffer, done <-chan error, kill func()) {
+	t.Helper()
 	cmd := exec.Command("bash", "-c", snippet)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &testkit.Buffer{}
+	out = &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
+	ended := make(chan error, 1)
 	exited := make(chan struct{})
 	go func() {
-		done <- cmd.Wait()
+		ended <- cmd.Wait()
 		close(exited)
 	}()
-	t.Cleanup(func() {
+	kill = func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-	})
-	return out, done
+	}
+	t.Cleanup(kill)
+	return out, ended, kill
 }
 
 // TestE2EReadmeRecipes runs every recipe of the README, as written, with
