@@ -66,11 +66,13 @@ type watchOptions struct {
 	follows []state.Field
 }
 
-// parseWatchOptions reads watchFlags from c. defaultEquals is used when
-// --equals is not given ("" compares whole objects); alsoFilter, a jq
+// parseWatchOptions reads watchFlags from c. equalsField, when --equals
+// is not given, is the member of the objects whose bytes decide whether
+// two states are the same ("" compares whole objects; see
+// watch.Options.EqualsField); alsoFilter, a jq
 // expression the command adds to the user's --filter ("" for none), must
 // hold too.
-func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watchOptions, error) {
+func parseWatchOptions(c *cli.Context, equalsField, alsoFilter string) (*watchOptions, error) {
 	o := &watchOptions{Options: watch.Options{
 		Strict: c.Bool("strict"), Once: c.Bool("once"), Count: c.Int("count"), Timeout: c.Duration("timeout"),
 		ChangesOnly: c.Bool("changes-only"), Heartbeat: c.Duration("heartbeat"),
@@ -117,12 +119,15 @@ func parseWatchOptions(c *cli.Context, defaultEquals, alsoFilter string) (*watch
 	if err != nil {
 		return nil, cmdline.Usage(err)
 	}
-	equals := c.String("equals")
+	equals, follows := c.String("equals"), c.String("equals")
 	if !c.IsSet("equals") {
-		equals = defaultEquals
+		o.EqualsField = equalsField
+		if equalsField != "" {
+			follows = "." + equalsField // what the default was called
+		}
 	}
 	o.follows = []state.Field{
-		{Name: "--filter", Value: c.String("filter")}, {Name: "--equals", Value: equals},
+		{Name: "--filter", Value: c.String("filter")}, {Name: "--equals", Value: follows},
 		{Name: "--arg", Value: strings.Join(c.StringSlice("arg"), " ")}, {Name: "--argjson", Value: strings.Join(c.StringSlice("argjson"), " ")},
 	}
 	for _, p := range []struct {

@@ -56,7 +56,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if preset != nil {
 		alsoFilter = preset.Filter
 	}
-	w, err := parseWatchOptions(c, ".value", alsoFilter)
+	w, err := parseWatchOptions(c, "value", alsoFilter)
 	if err != nil {
 		return nil, err
 	}

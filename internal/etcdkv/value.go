@@ -187,8 +187,12 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 }
 
 // appendCompact appends b, which must be exactly one JSON value, without
-// insignificant space; dst is unchanged when b is not JSON.
+// insignificant space; dst is unchanged when b is not JSON. What is not
+// JSON goes to json.Compact too, for its error, which says where.
 func appendCompact(dst, b []byte) ([]byte, error) {
+	if out, err := jsondoc.AppendCompact(dst, b); err == nil {
+		return out, nil
+	}
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, b); err != nil {
 		return dst, err

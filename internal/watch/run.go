@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,12 @@ type Options struct {
 	// count (nil compares whole objects), Until ends the run once it holds
 	// over the printed view.
 	Filter, Equals, Until *jq.Program
+	// EqualsField, without Equals, compares two states of an object by
+	// the bytes of this member of their JSON alone (key's "value": its
+	// objects carry revisions that change with every put). Without either,
+	// whole objects are compared by their bytes. Bytes, not jq's equality:
+	// two states the user sees printed differently are never the same.
+	EqualsField string
 	// Each, if set, ends the run once every object (at least one) satisfies
 	// it, or, with AtLeast > 0, once at least AtLeast objects do.
 	Each    *jq.Program
@@ -666,6 +673,17 @@ func (r *run) filterFunc() func(id string, obj any) (bool, error) {
 }
 
 func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
+	if r.o.Equals == nil && r.o.EqualsField != "" {
+		field := r.o.EqualsField
+		return func(id string, a, b any) (bool, error) {
+			da, aok := a.(*jsondoc.Doc)
+			db, bok := b.(*jsondoc.Doc)
+			if !aok || !bok {
+				return reflect.DeepEqual(a, b), nil
+			}
+			return jsondoc.SameField(da.JSON(), db.JSON(), field), nil
+		}
+	}
 	if r.o.Equals == nil {
 		return nil
 	}

@@ -1,0 +1,195 @@
+package jsondoc
+
+import "errors"
+
+// errNotJSON is AppendCompact's error: the caller only needs to know that
+// the bytes are not one JSON value (etcd values that are not JSON are
+// printed as strings).
+var errNotJSON = errors.New("not a JSON value")
+
+// AppendCompact appends src, which must be exactly one JSON value
+// (surrounding space allowed), without insignificant space, and returns
+// the result; for anything else it returns dst unchanged and an error.
+// It accepts and makes what json.Compact does (FuzzAppendCompact checks)
+// at a fraction of its cost: runs without space are copied whole, and
+// nothing is called per byte.
+func AppendCompact(dst, src []byte) ([]byte, error) {
+	c := compactor{src: src, dst: dst}
+	c.space()
+	if !c.value(0) {
+		return dst, errNotJSON
+	}
+	c.space()
+	if c.i != len(src) {
+		return dst, errNotJSON
+	}
+	return append(c.dst, src[c.start:]...), nil
+}
+
+// compactor validates src and copies it to dst, leaving out space: start
+// is where the bytes not yet copied begin.
+type compactor struct {
+	src, dst []byte
+	i, start int
+}
+
+// space skips space, copying what came before it.
+func (c *compactor) space() {
+	j := c.i
+	for j < len(c.src) && isSpace(c.src[j]) {
+		j++
+	}
+	if j > c.i {
+		c.dst = append(c.dst, c.src[c.start:c.i]...)
+		c.i, c.start = j, j
+	}
+}
+
+func (c *compactor) value(depth int) bool {
+	if c.i >= len(c.src) {
+		return false
+	}
+	switch b := c.src[c.i]; {
+	case b == '{':
+		return c.container(depth, '}', true)
+	case b == '[':
+		return c.container(depth, ']', false)
+	case b == '"':
+		return c.str()
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || '0' <= b && b <= '9':
+		return c.number()
+	}
+	return false
+}
+
+// container reads an object (members: keys and colons) or an array.
+func (c *compactor) container(depth int, close byte, members bool) bool {
+	if depth >= maxDepth {
+		return false
+	}
+	c.i++
+	c.space()
+	if c.i < len(c.src) && c.src[c.i] == close {
+		c.i++
+		return true
+	}
+	for {
+		if members {
+			if c.i >= len(c.src) || c.src[c.i] != '"' || !c.str() {
+				return false
+			}
+			c.space()
+			if c.i >= len(c.src) || c.src[c.i] != ':' {
+				return false
+			}
+			c.i++
+			c.space()
+		}
+		if !c.value(depth + 1) {
+			return false
+		}
+		c.space()
+		if c.i >= len(c.src) {
+			return false
+		}
+		switch c.src[c.i] {
+		case close:
+			c.i++
+			return true
+		case ',':
+			c.i++
+			c.space()
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string: no control characters, only JSON's escapes. Bytes
+// that are not UTF-8 pass, as they pass json.Compact.
+func (c *compactor) str() bool {
+	s := c.src
+	for i := c.i + 1; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '"':
+			c.i = i + 1
+			return true
+		case b < 0x20:
+			return false
+		case b == '\\':
+			i++
+			if i >= len(s) {
+				return false
+			}
+			switch s[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(s) {
+					return false
+				}
+				for _, h := range s[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func (c *compactor) literal(word string) bool {
+	if len(c.src)-c.i < len(word) || string(c.src[c.i:c.i+len(word)]) != word {
+		return false
+	}
+	c.i += len(word)
+	return true
+}
+
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *compactor) number() bool {
+	s := c.src
+	if s[c.i] == '-' {
+		c.i++
+	}
+	switch {
+	case c.i < len(s) && s[c.i] == '0':
+		c.i++
+	case c.digits() == 0:
+		return false
+	}
+	if c.i < len(s) && s[c.i] == '.' {
+		c.i++
+		if c.digits() == 0 {
+			return false
+		}
+	}
+	if c.i < len(s) && (s[c.i] == 'e' || s[c.i] == 'E') {
+		c.i++
+		if c.i < len(s) && (s[c.i] == '+' || s[c.i] == '-') {
+			c.i++
+		}
+		if c.digits() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *compactor) digits() int {
+	n := 0
+	for c.i < len(c.src) && '0' <= c.src[c.i] && c.src[c.i] <= '9' {
+		c.i++
+		n++
+	}
+	return n
+}

@@ -1,0 +1,60 @@
+package jsondoc
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFieldAgreesWithAt checks Field against At (which sorts members and
+// keeps the last of a key given twice) on random objects, their keys
+// escaped, repeated and beyond ASCII.
+func TestFieldAgreesWithAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	keys := []string{`"a"`, `"b"`, `"\u0061"`, `"é"`, `"\u00e9"`, `"a\"b"`, `""`}
+	names := []string{"a", "b", "é", `a"b`, "", "c"}
+	for range 5000 {
+		var src bytes.Buffer
+		src.WriteByte('{')
+		for i := range rng.IntN(5) {
+			if i > 0 {
+				src.WriteByte(',')
+			}
+			src.WriteString(keys[rng.IntN(len(keys))] + ":")
+			src.Write(randomJSON(rng, 2))
+		}
+		src.WriteByte('}')
+		b, err := AppendCompact(nil, src.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			got, gok := Field(b, name)
+			want, wok := At(New(b), Path{name})
+			if gok != wok || !bytes.Equal(got, want) {
+				t.Fatalf("Field(%s, %q) = %s, %v; At says %s, %v", b, name, got, gok, want, wok)
+			}
+		}
+	}
+	for _, s := range []string{`[1]`, `"a"`, `null`, `1`} {
+		if _, ok := Field([]byte(s), "a"); ok {
+			t.Errorf("Field(%s) found a member", s)
+		}
+	}
+}
+
+func TestSameField(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`{"rev":1,"value":{"x":1}}`, `{"rev":2,"value":{"x":1}}`, true},
+		{`{"value":{"x":1,"y":2}}`, `{"value":{"y":2,"x":1}}`, false}, // bytes, not jq values
+		{`{"value":1}`, `{"other":1}`, false},
+		{`{"a":1}`, `{"b":1}`, true}, // neither has one
+	} {
+		if got := SameField([]byte(c.a), []byte(c.b), "value"); got != c.same {
+			t.Errorf("SameField(%s, %s) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}
