@@ -68,14 +68,14 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendMarshal(b, f.Name)
+			b = jsondoc.AppendString(b, f.Name)
 			b = append(b, ':')
-			b = appendMarshal(b, Bytes([]byte(f.Value)))
+			b = appendBytes(b, []byte(f.Value))
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"key":`...)
-	b = appendMarshal(b, Bytes(kv.Key))
+	b = appendBytes(b, kv.Key)
 	b = append(b, `,"lease":`...)
 	b = strconv.AppendInt(b, kv.Lease, 10)
 	b = append(b, `,"mod_revision":`...)
@@ -98,6 +98,14 @@ func Bytes(b []byte) any {
 		return string(b)
 	}
 	return map[string]any{"base64": base64.StdEncoding.EncodeToString(b)}
+}
+
+// appendBytes appends the encoding of Bytes(b).
+func appendBytes(dst, b []byte) []byte {
+	if utf8.Valid(b) {
+		return jsondoc.AppendString(dst, b)
+	}
+	return appendMarshal(dst, Bytes(b))
 }
 
 // appendMarshal appends v encoded as jq encodes it.
@@ -165,7 +173,7 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 		if !utf8.Valid(b) {
 			return nil, &ValueError{What: "valid UTF-8", Try: "auto or base64"}
 		}
-		return appendMarshal(dst, string(b)), nil
+		return jsondoc.AppendString(dst, b), nil
 	case ValueJSON:
 		if !utf8.Valid(b) {
 			return nil, errors.New("value is not JSON: not valid UTF-8")
@@ -183,7 +191,7 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 	if out, err := appendCompact(dst, b); err == nil {
 		return out, nil
 	}
-	return appendMarshal(dst, string(b)), nil
+	return jsondoc.AppendString(dst, b), nil // valid UTF-8, see above
 }
 
 // appendCompact appends b, which must be exactly one JSON value, without

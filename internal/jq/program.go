@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // DefaultEvalTimeout bounds one evaluation of a jq expression, so that
@@ -77,6 +79,7 @@ func (e *CompileError) Unwrap() error { return e.Err }
 type Program struct {
 	name    string
 	code    *gojq.Code
+	fast    fastNode // nil: outside the fast path's subset (fast.go)
 	values  []any
 	timeout time.Duration
 }
@@ -98,7 +101,7 @@ func Compile(name, expr string, vars Vars) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 	}
-	return &Program{name: name, code: code, values: vars.values, timeout: DefaultEvalTimeout}, nil
+	return &Program{name: name, code: code, fast: compileFast(q), values: vars.values, timeout: DefaultEvalTimeout}, nil
 }
 
 // Name returns what messages call the program (Compile's name).
@@ -119,6 +122,51 @@ func (p *Program) Truthy(ctx context.Context, v any) (bool, error) {
 		return false, err
 	}
 	return out[0] != nil && out[0] != false, nil
+}
+
+// TruthyDoc is Truthy for an object as the follower keeps it: a
+// *jsondoc.Doc is answered from its JSON when the fast path can (see
+// fast.go), and decoded for gojq only when it cannot; any other value
+// goes to gojq as it is.
+func (p *Program) TruthyDoc(ctx context.Context, v any) (bool, error) {
+	if d, ok := v.(*jsondoc.Doc); ok && p.fast != nil {
+		if out, decided := p.fast.one(d.JSON()); decided {
+			return out != nil && truthy(out), nil
+		}
+	}
+	return p.Truthy(ctx, jsondoc.TreeOf(v))
+}
+
+// EqualDoc is Equal for objects as the follower keeps them, answered
+// from two *jsondoc.Docs' JSON when the fast path can.
+func (p *Program) EqualDoc(ctx context.Context, a, b any) (bool, error) {
+	da, aok := a.(*jsondoc.Doc)
+	db, bok := b.(*jsondoc.Doc)
+	if aok && bok && p.fast != nil {
+		if eq, decided := p.fastEqual(da.JSON(), db.JSON()); decided {
+			return eq, nil
+		}
+	}
+	return p.Equal(ctx, jsondoc.TreeOf(a), jsondoc.TreeOf(b))
+}
+
+// fastEqual compares the fast path's outputs for a and b, as Equal does.
+func (p *Program) fastEqual(a, b []byte) (eq, decided bool) {
+	var oa, ob [][]byte
+	if !p.fast.run(a, func(o []byte) bool { oa = append(oa, o); return true }) ||
+		!p.fast.run(b, func(o []byte) bool { ob = append(ob, o); return true }) {
+		return false, false
+	}
+	if len(oa) != len(ob) {
+		return false, true
+	}
+	for i := range oa {
+		eq, decided := equalJSON(oa[i], ob[i])
+		if !decided || !eq {
+			return eq, decided
+		}
+	}
+	return true, true
 }
 
 // Equal reports whether the program gives the same outputs for a and b

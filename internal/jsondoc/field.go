@@ -55,3 +55,35 @@ func SameField(a, b []byte, key string) bool {
 	vb, okb := Field(b, key)
 	return oka == okb && bytes.Equal(va, vb)
 }
+
+// Element returns the encoding of element i of the array encoded in b
+// (valid JSON), and whether there is one.
+func Element(b []byte, i int) ([]byte, bool) {
+	var el []byte
+	found := false
+	n := 0
+	Each(b, func(e []byte) bool {
+		if n == i {
+			el, found = e, true
+			return false
+		}
+		n++
+		return true
+	})
+	return el, found
+}
+
+// Each calls fn with the encoding of each element of the array encoded
+// in b (valid JSON), in order, until fn returns false.
+func Each(b []byte, fn func(e []byte) bool) {
+	if len(b) == 0 || b[0] != '[' {
+		return
+	}
+	for i := skipSpace(b, 1); i < len(b) && b[i] != ']'; {
+		end := valueEnd(b, i)
+		if !fn(b[i:end]) {
+			return
+		}
+		i = next(b, end)
+	}
+}

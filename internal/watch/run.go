@@ -667,7 +667,7 @@ func (r *run) filterFunc() func(id string, obj any) (bool, error) {
 		return nil
 	}
 	return func(id string, obj any) (bool, error) {
-		ok, err := r.o.Filter.Truthy(r.ctx, jsondoc.TreeOf(obj))
+		ok, err := r.o.Filter.TruthyDoc(r.ctx, obj)
 		return ok, r.evalError(id, err)
 	}
 }
@@ -688,7 +688,7 @@ func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
 		return nil
 	}
 	return func(id string, a, b any) (bool, error) {
-		eq, err := r.o.Equals.Equal(r.ctx, jsondoc.TreeOf(a), jsondoc.TreeOf(b))
+		eq, err := r.o.Equals.EqualDoc(r.ctx, a, b)
 		return eq, r.evalError(id, err) // on error eq is false: print the change
 	}
 }
