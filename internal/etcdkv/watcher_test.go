@@ -3,9 +3,11 @@ package etcdkv
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,5 +322,87 @@ func TestWatcherAlsoResumesEachRange(t *testing.T) {
 	defer cancel()
 	if b, err := q.Next(ctx); err == nil {
 		t.Fatalf("then %q at rev %d: delivered again", changeIDs(b), b.Rev)
+	}
+}
+
+// countingKV counts the Gets that reach etcd.
+type countingKV struct {
+	clientv3.KV
+	gets atomic.Int32
+}
+
+func (k *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	k.gets.Add(1)
+	return k.KV.Get(ctx, key, opts...)
+}
+
+// TestListReadsOneAhead: while a page is handled, the next one is read
+// (the listing overlaps etcd's time), and only that one: a reader that
+// stalls holds two pages, not the listing.
+func TestListReadsOneAhead(t *testing.T) {
+	_, c := etcdtest.StartWith(t)
+	ctx := context.Background()
+	const n, size = 1000, 100
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100; j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/a/%05d", j), "v"))
+		}
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv := &countingKV{KV: c.KV}
+	c.KV = kv
+	w := &Watcher{Client: c, Key: "/a/", Prefix: true, PageSize: size, Decode: value}
+	release := make(chan struct{})
+	var ids []string
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.List(ctx, func(page []nodeset.Change) error {
+			if len(ids) == 0 {
+				<-release
+			}
+			for _, c := range page {
+				ids = append(ids, c.ID)
+			}
+			return nil
+		})
+		done <- err
+	}()
+	testkit.Eventually(t, func() error {
+		if kv.gets.Load() < 2 {
+			return fmt.Errorf("%d pages read; want the second read while the first is handled", kv.gets.Load())
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond) // reads that were to follow would come within it
+	if got := kv.gets.Load(); got != 2 {
+		t.Fatalf("%d pages read while the first is handled, want 2", got)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != n || !slices.IsSorted(ids) || kv.gets.Load() != n/size {
+		t.Errorf("listed %d ids (sorted: %v) in %d reads; want %d in %d", len(ids), slices.IsSorted(ids), kv.gets.Load(), n, n/size)
+	}
+}
+
+// TestPageSize: pages are sized by the bytes of the keys listed so far.
+func TestPageSize(t *testing.T) {
+	w := &Watcher{}
+	for _, c := range []struct{ keys, size, want int64 }{
+		{0, 0, FirstPageSize},
+		{1000, 200 * 1000, MaxPageSize},       // small records: as many as allowed
+		{1000, 4096 * 1000, PageBytes / 4096}, // 4 KiB records: PageBytes of them
+		{1000, 1 << 30, FirstPageSize},        // huge records: never fewer than the first page
+	} {
+		if got := w.pageSize(c.keys, c.size); got != c.want {
+			t.Errorf("pageSize(%d keys, %d bytes) = %d, want %d", c.keys, c.size, got, c.want)
+		}
+	}
+	if got := (&Watcher{PageSize: 7}).pageSize(1000, 1000); got != 7 {
+		t.Errorf("PageSize 7: pageSize = %d", got)
 	}
 }
