@@ -247,7 +247,7 @@ func (w *Watcher) pages(ctx context.Context, rev int64, fn func([]nodeset.Change
 // decoding and printing; at most two pages are held.
 func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func([]nodeset.Change) error) (int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends a fetch in flight when fn fails
+	defer cancel()       // ends a fetch in flight when fn fails
 	var keys, size int64 // listed so far: their number and bytes
 	resp, err := w.getPage(ctx, r, r.key, rev, w.pageSize(keys, size))
 	for {
