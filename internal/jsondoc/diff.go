@@ -40,6 +40,8 @@ type Differ struct {
 	path    []step
 	out     []Path
 	scratch [][2][]member
+	arena   []any          // the steps of out's paths
+	keys    map[string]any // keys seen, as steps: a key's string is made once
 }
 
 // A step is one element of the path being walked: a key (the key's
@@ -51,7 +53,10 @@ type step struct {
 
 // Diff returns Diff(a, b). The result is valid until the next call.
 func (d *Differ) Diff(a, b *Doc) []Path {
-	d.out = d.out[:0]
+	d.out, d.arena = d.out[:0], d.arena[:0]
+	if d.arena == nil {
+		d.arena = make([]any, 0, 16) // so that the root's path is [], not nil
+	}
 	d.diff(a.json, b.json)
 	if len(d.out) == 0 {
 		return nil
@@ -60,15 +65,32 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 }
 
 func (d *Differ) found() {
-	p := make(Path, len(d.path))
-	for i, s := range d.path {
+	start := len(d.arena)
+	for _, s := range d.path {
 		if s.key != nil {
-			p[i] = string(s.key)
+			d.arena = append(d.arena, d.key(s.key))
 		} else {
-			p[i] = s.index
+			d.arena = append(d.arena, s.index)
 		}
 	}
-	d.out = append(d.out, p)
+	// Capped, so that appending to one path cannot overwrite the next;
+	// a grown arena leaves earlier paths on the old array, still valid.
+	d.out = append(d.out, Path(d.arena[start:len(d.arena):len(d.arena)]))
+}
+
+// key returns k as a path step, the same string for the same key from
+// one call to the next: an encoder diffs the same kinds of objects over
+// and over. At most 4,096 keys are kept.
+func (d *Differ) key(k []byte) any {
+	if v, ok := d.keys[string(k)]; ok {
+		return v
+	}
+	if d.keys == nil || len(d.keys) >= 1<<12 {
+		d.keys = map[string]any{}
+	}
+	var v any = string(k)
+	d.keys[string(k)] = v
+	return v
 }
 
 func (d *Differ) diff(a, b []byte) {

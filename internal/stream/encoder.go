@@ -143,7 +143,7 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		b.WriteByte('}')
 	default:
 		b.WriteString(`,"id":`)
-		writeValue(b, ID(ev.ID))
+		writeID(b, ev.ID)
 		if ev.Type == nodeset.Updated {
 			b.WriteString(`,"changed":`)
 			writePaths(b, e.changed(ev))
@@ -356,12 +356,25 @@ func ID(id string) any {
 // writeValue writes v: a *jsondoc.Doc as its JSON, anything else the way jq
 // would (keys sorted, numbers exact).
 func writeValue(b *bytes.Buffer, v any) {
-	if d, ok := v.(*jsondoc.Doc); ok {
-		b.Write(d.JSON())
+	switch v := v.(type) {
+	case *jsondoc.Doc:
+		b.Write(v.JSON())
+		return
+	case string:
+		b.Write(jsondoc.AppendString(b.AvailableBuffer(), v))
 		return
 	}
 	out, _ := gojq.Marshal(v) // never fails for the types gojq accepts
 	b.Write(out)
+}
+
+// writeID writes ID(id) without making it a value first.
+func writeID(b *bytes.Buffer, id string) {
+	if utf8.ValidString(id) {
+		b.Write(jsondoc.AppendString(b.AvailableBuffer(), id))
+		return
+	}
+	writeValue(b, ID(id))
 }
 
 // IsClosedPipe reports whether err comes from writing to a pipe whose
