@@ -307,3 +307,42 @@ func BenchmarkFollowerOneChange100k(b *testing.B) {
 }
 func BenchmarkFollowerRescan1k(b *testing.B)   { benchmarkOneChange(b, newRescan(), 1_000) }
 func BenchmarkFollowerRescan100k(b *testing.B) { benchmarkOneChange(b, newRescan(), 100_000) }
+
+// TestFilterOncePerState: the filter runs once for each state a change
+// brings, never again for a state in the view: that an object in the
+// view matched is what its being there says. Random batches and resyncs
+// over a few ids; the filter counts its calls by object.
+func TestFilterOncePerState(t *testing.T) {
+	calls := map[*int]int{}
+	f := NewFollower(func(id string, obj any) (bool, error) {
+		calls[obj.(*int)]++
+		return *obj.(*int)%3 != 0, nil
+	}, func(id string, a, b any) (bool, error) { return *a.(*int) == *b.(*int), nil })
+	changes := 0
+	for i := range 500 {
+		b := Batch{Cause: CauseChange, Synced: true}
+		if i%50 == 0 {
+			b.Cause = CauseResync
+		}
+		for j := range 1 + i%7 {
+			v := new(int)
+			*v = (i*7 + j*13) % 10
+			b.Changes = append(b.Changes, Change{ID: fmt.Sprint("id", (i+j)%5), Object: v})
+		}
+		changes += len(b.Changes)
+		if err := f.Apply(b, func(Event) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for obj, n := range calls {
+		if n != 1 {
+			t.Fatalf("a state (%d) was filtered %d times", *obj, n)
+		}
+		total += n
+	}
+	// Changes to one id within a batch coalesce: only the last is filtered.
+	if total == 0 || total > changes {
+		t.Errorf("%d filter calls for %d changes", total, changes)
+	}
+}
