@@ -38,8 +38,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
 
 ## bench-compare: nodewatch side by side with etcdctl (pinned, built from the module proxy) on the
-## same data, alternated, as a table of medians and ratios (~10 minutes). BENCHFLAGS passes flags,
-## e.g. BENCHFLAGS='-rows 3 -pairs 3'.
+## same data, alternated, as a table of medians and ratios, for each shape of records: the
+## simulator's, and records of 200 B, 600 B and 4 KiB, changed by single puts and by transactions
+## of 50 (~12-15 minutes on 2 cores). BENCHFLAGS passes flags: BENCHFLAGS=-quick (600 B records,
+## fewer of them, ~2 minutes), BENCHFLAGS='-rows 3 -shapes 600,4k -modes txns -profile prof'.
 bench-compare: build etcd-bin
 	$(GO) run ./bench/compare -nodewatch $(BIN) -etcd .bin/etcd -etcdctl .bin/etcdctl $(BENCHFLAGS)
 

@@ -4,16 +4,24 @@
 // and a table of medians and ratios. CPU is a process's user + system
 // time, memory its peak RSS. See BENCHMARKS.md.
 //
+// The snapshot and live rows run for each shape of data users have (see
+// shapes): the simulator's fleet, and node records of about 200 B, 600 B
+// and 4 KiB, changed by single puts and by transactions. Every line says
+// which shape it measures.
+//
 // It is also the load for its rows: it writes the records (through the
-// simulator), makes the changes, and, run as `compare streams`, is the
-// client that opens 1,000 Watch streams on serve.
+// simulator, or its own generator for sized records), makes the changes,
+// and, run as `compare streams`, is the client that opens 1,000 Watch
+// streams on serve.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,13 +32,25 @@ import (
 type config struct {
 	nodewatch, etcd, etcdctl string
 	pairs                    int
-	records                  int // row 1, 2
-	keys, changes            int // rows 3, 7
+	records, records4k       int // rows 1, 2; records4k for 4 KiB records
+	keys                     int // rows 3, 7, 8
+	changes, txnChanges      int // rows 3, 7, 8: single puts (or steps); puts in transactions
+	writers                  int // rows 3, 8
+	modes                    []string
+	shapes                   []shape
+	variantShapes            map[string]bool // row 8
+	profile                  string
 	rate                     int // row 4: puts per second
 	latencyFor               time.Duration
 	streams, updates         int // row 6
 	rows                     map[int]bool
 }
+
+// quick is what -quick sets, unless given: a run of about 2 minutes on
+// the development machine, 600 B records only, fewer of them and fewer
+// changes (so no row 7, which follows the simulator's records).
+var quick = map[string]string{"pairs": "3", "records": "20000", "records-4k": "20000", "changes": "10000", "txn-changes": "10000",
+	"shapes": "600", "latency-for": "2s"}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "measured" {
@@ -44,36 +64,125 @@ func main() {
 		}
 		return
 	}
-	var c config
-	var rows string
-	flag.StringVar(&c.nodewatch, "nodewatch", "bin/nodewatch", "the nodewatch binary")
-	flag.StringVar(&c.etcd, "etcd", ".bin/etcd", "the etcd binary")
-	flag.StringVar(&c.etcdctl, "etcdctl", ".bin/etcdctl", "the etcdctl binary")
-	flag.IntVar(&c.pairs, "pairs", 5, "alternated pairs per row")
-	flag.IntVar(&c.records, "records", 100000, "records for the snapshot rows (1, 2)")
-	flag.IntVar(&c.keys, "keys", 1000, "keys changed in the live rows (3, 7)")
-	flag.IntVar(&c.changes, "changes", 60000, "changes in the live rows (3, 7)")
-	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
-	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
-	flag.IntVar(&c.streams, "streams", 1000, "Watch streams on serve (6)")
-	flag.IntVar(&c.updates, "updates", 50, "updates fanned out to the streams (6)")
-	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7", "the rows to run")
-	flag.Parse()
-	c.rows = map[int]bool{}
-	for _, r := range strings.Split(rows, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(r))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "compare: -rows: %v\n", err)
-			os.Exit(2)
-		}
-		c.rows[n] = true
+	c, err := parseFlags()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "compare: %v\n", err)
+		os.Exit(2)
 	}
+	start := time.Now()
 	t, err := run(context.Background(), c)
 	t.print()
+	fmt.Fprintf(os.Stderr, "compare: %v\n", time.Since(start).Round(time.Second))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags returns the configuration the command line asks for.
+func parseFlags() (config, error) {
+	var c config
+	var rows, modes, shapeList, variantShapes string
+	var q bool
+	flag.StringVar(&c.nodewatch, "nodewatch", "bin/nodewatch", "the nodewatch binary")
+	flag.StringVar(&c.etcd, "etcd", ".bin/etcd", "the etcd binary")
+	flag.StringVar(&c.etcdctl, "etcdctl", ".bin/etcdctl", "the etcdctl binary")
+	flag.BoolVar(&q, "quick", false, "a run of about 2 minutes, 600 B records only:"+quickFlags()+" (flags given win)")
+	flag.IntVar(&c.pairs, "pairs", 3, "alternated pairs (runs, in the live rows) per row")
+	flag.StringVar(&shapeList, "shapes", "sim,200,600,4k", "the record shapes: sim (the simulator's), 200, 600, 4k (records of about that many bytes)")
+	flag.IntVar(&c.records, "records", 100000, "records for the snapshot rows (1, 2)")
+	flag.IntVar(&c.records4k, "records-4k", 50000, "4 KiB records for the snapshot rows (1, 2); fewer than -records, to hold the run to ~15 minutes")
+	flag.IntVar(&c.keys, "keys", 1000, "keys changed in the live rows (3, 7, 8)")
+	flag.IntVar(&c.changes, "changes", 20000, "changes made as single puts (or simulator steps) per live run (3, 7, 8)")
+	flag.IntVar(&c.txnChanges, "txn-changes", 60000, fmt.Sprintf("changes made in transactions of %d puts per live run (3, 8)", txnPuts))
+	flag.IntVar(&c.writers, "writers", 8, "writers making the changes at once in the live rows (3, 8)")
+	flag.StringVar(&modes, "modes", "puts,txns", "how the live rows (3, 8) write sized records: puts (single), txns (transactions)")
+	flag.StringVar(&variantShapes, "variant-shapes", "600", "the shapes (among -shapes) row 8 runs at: no filter, and --equals")
+	flag.StringVar(&c.profile, "profile", "", "write CPU profiles of nodewatch in the live rows (3, 7, 8) to DIR/<row>-<shape>.pprof, the last pair's (NODEWATCH_CPUPROFILE; profiling adds to its CPU)")
+	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
+	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
+	flag.IntVar(&c.streams, "streams", 1000, "Watch streams on serve (6)")
+	flag.IntVar(&c.updates, "updates", 50, "updates fanned out to the streams (6)")
+	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
+		"5 follower (Go benchmark), 6 serve fan-out, 7 live nodes via serve, 8 live without a filter and with --equals")
+	flag.Parse()
+	if q {
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range quick {
+			if !given[name] {
+				if err := flag.Set(name, v); err != nil {
+					return c, err
+				}
+			}
+		}
+	}
+	var err error
+	if c.shapes, err = parseShapes(shapeList); err != nil {
+		return c, fmt.Errorf("-shapes: %v", err)
+	}
+	vs, err := parseShapes(variantShapes)
+	if err != nil {
+		return c, fmt.Errorf("-variant-shapes: %v", err)
+	}
+	c.variantShapes = map[string]bool{}
+	for _, s := range vs {
+		c.variantShapes[s.name] = true
+	}
+	for _, m := range strings.Split(modes, ",") {
+		if m = strings.TrimSpace(m); m != puts && m != txns {
+			return c, fmt.Errorf("-modes: unknown mode %q (want puts or txns)", m)
+		}
+		c.modes = append(c.modes, m)
+	}
+	c.rows = map[int]bool{}
+	for _, r := range strings.Split(rows, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil {
+			return c, fmt.Errorf("-rows: %v", err)
+		}
+		c.rows[n] = true
+	}
+	if c.profile != "" {
+		if c.profile, err = filepath.Abs(c.profile); err != nil {
+			return c, err
+		}
+		if err := os.MkdirAll(c.profile, 0o755); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// quickFlags is what -quick sets, as flags: " -changes 10000 …".
+func quickFlags() string {
+	var s string
+	for _, name := range slices.Sorted(maps.Keys(quick)) {
+		s += " -" + name + " " + quick[name]
+	}
+	return s
+}
+
+// recordsOf is how many records of shape s the snapshot rows list.
+func (c config) recordsOf(s shape) int {
+	if s.size >= 4096 {
+		return c.records4k
+	}
+	return c.records
+}
+
+// hasShape reports whether the shape named name is to be measured.
+func (c config) hasShape(name string) bool {
+	return slices.ContainsFunc(c.shapes, func(s shape) bool { return s.name == name })
+}
+
+// thousands formats n with thousands separators: 100,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // table is what the run prints: one line per measured figure.
@@ -94,18 +203,27 @@ func (t *table) add(l line) {
 	fmt.Fprintf(os.Stderr, "row %d: %s: nodewatch %s, other %s, ratio %s (target %s)\n", l.row, l.what, l.nodewatch, l.other, l.ratio, l.target)
 }
 
-// ratio adds a line comparing medians a (nodewatch) and b; target is the
-// highest acceptable a/b.
 // ratio adds the medians of a (nodewatch) and b (the other tool) and
 // their ratio; target > 0 is the highest ratio that meets the target.
 func (t *table) ratio(row int, what string, a, b []float64, unit func(float64) string, target float64) {
+	t.add(ratioLine(row, what, a, b, unit, target))
+}
+
+// recorded is ratio for a figure with no target, recorded to follow it.
+func (t *table) recorded(row int, what string, a, b []float64, unit func(float64) string) {
+	l := ratioLine(row, what, a, b, unit, 0)
+	l.target = "recorded"
+	t.add(l)
+}
+
+func ratioLine(row int, what string, a, b []float64, unit func(float64) string, target float64) line {
 	ma, mb := median(a), median(b)
 	r := ma / mb
 	l := line{row: row, what: what, nodewatch: unit(ma), other: unit(mb), ratio: fmt.Sprintf("%.2f", r), target: "-", met: "-"}
 	if target > 0 {
 		l.target, l.met = fmt.Sprintf("≤ %.2f", target), yes(r <= target)
 	}
-	t.add(l)
+	return l
 }
 
 func yes(b bool) string {
@@ -118,7 +236,10 @@ func yes(b bool) string {
 func (t *table) print() {
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "row\tmeasure\tnodewatch\tother\tratio\ttarget\tmet")
-	for _, l := range t.lines {
+	// By row; within a row, in the order measured (by shape).
+	lines := slices.Clone(t.lines)
+	slices.SortStableFunc(lines, func(a, b line) int { return a.row - b.row })
+	for _, l := range lines {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.row, l.what, l.nodewatch, l.other, l.ratio, l.target, l.met)
 	}
 	w.Flush()
@@ -166,7 +287,7 @@ func run(ctx context.Context, c config) (*table, error) {
 		n  int
 		fn func(context.Context, config, *etcdServer, *table) error
 	}{{1, rowSnapshot}, {3, rowLive}, {4, rowLatency}, {5, rowFollower}, {6, rowFanout}} {
-		if !c.rows[r.n] && !(r.n == 1 && c.rows[2]) && !(r.n == 3 && c.rows[7]) {
+		if !c.rows[r.n] && !(r.n == 1 && c.rows[2]) && !(r.n == 3 && (c.rows[7] || c.rows[8])) {
 			continue
 		}
 		if err := r.fn(ctx, c, e, t); err != nil {

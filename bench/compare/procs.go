@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -171,6 +173,19 @@ func (e *etcdServer) stop() {
 	os.Remove(e.dir + ".log")
 }
 
+// compact compacts etcd's history up to its current revision.
+func (e *etcdServer) compact(ctx context.Context) error {
+	resp, err := e.client.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return err
+	}
+	_, err = e.client.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil // nothing written since the last compaction
+	}
+	return err
+}
+
 // watchers returns etcd's count of watchers.
 func (e *etcdServer) watchers() (int, error) { return metricsWatchers(e.URL) }
 
@@ -214,7 +229,16 @@ type follower struct {
 // startFollower starts name with args; markers are the substrings counted
 // in its output; onLine (if set) sees every line as it arrives.
 func startFollower(label string, markers []string, onLine func([]byte, time.Time), name string, args ...string) (*follower, error) {
+	return startFollowerEnv(label, nil, markers, onLine, name, args...)
+}
+
+// startFollowerEnv is startFollower with env (NAME=VALUE) added to this
+// process's environment.
+func startFollowerEnv(label string, env []string, markers []string, onLine func([]byte, time.Time), name string, args ...string) (*follower, error) {
 	f := &follower{name: label, cmd: exec.Command(name, args...), counts: map[string]int{}, onLine: onLine}
+	if len(env) > 0 {
+		f.cmd.Env = append(os.Environ(), env...)
+	}
 	f.cond = sync.NewCond(&f.mu)
 	out, err := f.cmd.StdoutPipe()
 	if err != nil {

@@ -49,17 +49,51 @@ func populate(ctx context.Context, e *etcdServer, prefix string, n int, seed int
 	}
 }
 
-// rowSnapshot: rows 1 and 2, the initial listing of c.records records,
-// printed once, by nodewatch (key; nodes through serve) and by etcdctl get.
+// rowSnapshot: rows 1 and 2, the initial listing of the records of each
+// shape, printed once, by nodewatch (key; nodes through serve) and by
+// etcdctl get.
 func rowSnapshot(ctx context.Context, c config, e *etcdServer, t *table) error {
+	for _, s := range c.shapes {
+		if err := snapshotShape(ctx, c, e, t, s); err != nil {
+			return fmt.Errorf("%s: %w", s.label(), err)
+		}
+	}
+	return nil
+}
+
+// load empties prefix and writes n records of shape s under it; it
+// returns their bytes (keys and values).
+func load(ctx context.Context, e *etcdServer, prefix string, s shape, n int, seed int64) (int64, error) {
+	var size int64
+	var err error
+	if s.size == 0 {
+		_, size, err = populate(ctx, e, prefix, n, seed)
+	} else {
+		_, size, err = writeFleet(ctx, e, prefix, n, s.size, seed, false)
+	}
+	if err != nil {
+		return 0, err
+	}
+	// Compacted, so that a listing does not step over the deleted
+	// records of the shapes before.
+	return size, e.compact(ctx)
+}
+
+// snapshotShape: rows 1 and 2 for the records of one shape.
+func snapshotShape(ctx context.Context, c config, e *etcdServer, t *table, s shape) error {
 	const prefix = "/nodes/"
-	_, size, err := populate(ctx, e, prefix, c.records, 1)
+	n := c.recordsOf(s)
+	start := time.Now()
+	size, err := load(ctx, e, prefix, s, n, 1)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "rows 1, 2: %d records, %.1f MB\n", c.records, float64(size)/1e6)
+	of := fmt.Sprintf("%s (%s)", s.label(), thousands(n))
+	fmt.Fprintf(os.Stderr, "rows 1, 2: %s, %.1f MB, written in %v\n", of, float64(size)/1e6, time.Since(start).Round(time.Second/10))
+	// etcdctl gives up a request after 5 s unless told otherwise, as a
+	// user listing large records must.
 	etcdctl := func() (usage, error) {
-		return measure(c.etcdctl, "--endpoints", e.URL, "get", "--prefix", prefix, "-w", "json")
+		return measure(c.etcdctl, "--endpoints", e.URL, "--command-timeout", "10m", "get", "--prefix", prefix, "-w", "json")
 	}
 	if c.rows[1] {
 		var nwWall, nwRSS, ecWall, ecRSS []float64
@@ -75,13 +109,13 @@ func rowSnapshot(ctx context.Context, c config, e *etcdServer, t *table) error {
 			nwWall, ecWall = append(nwWall, a.wall.Seconds()), append(ecWall, b.wall.Seconds())
 			nwRSS, ecRSS = append(nwRSS, float64(a.maxRSS)), append(ecRSS, float64(b.maxRSS))
 		}
-		t.ratio(1, "key --once vs etcdctl get -w json: wall", nwWall, ecWall, secs, 0.8)
-		t.ratio(1, "key --once vs etcdctl get -w json: peak RSS", nwRSS, ecRSS, mib, 0.25)
+		t.ratio(1, "key --once vs etcdctl get -w json, "+of+": wall", nwWall, ecWall, secs, 0.8)
+		t.ratio(1, "key --once vs etcdctl get -w json, "+of+": peak RSS", nwRSS, ecRSS, mib, 0.25)
 	}
 	if !c.rows[2] {
 		return nil
 	}
-	srv, addr, err := startServe(c, e, prefix)
+	srv, addr, err := startServe(c, e, prefix, nil)
 	if err != nil {
 		return err
 	}
@@ -111,22 +145,23 @@ func rowSnapshot(ctx context.Context, c config, e *etcdServer, t *table) error {
 	if err != nil {
 		return err
 	}
-	t.ratio(2, "nodes --once via serve vs etcdctl get -w json: wall", nwWall, ecWall, secs, 1.0)
+	t.ratio(2, "nodes --once via serve vs etcdctl get -w json, "+of+": wall", nwWall, ecWall, secs, 1.0)
 	r := float64(peak) / float64(size)
-	t.add(line{row: 2, what: "serve peak RSS / records' bytes", nodewatch: mib(float64(peak)), other: mib(float64(size)) + " of records",
+	t.add(line{row: 2, what: "serve peak RSS / records' bytes, " + of, nodewatch: mib(float64(peak)), other: mib(float64(size)) + " of records",
 		ratio: fmt.Sprintf("%.2f", r), target: "≤ 3.00", met: yes(r <= 3)})
 	return nil
 }
 
 // startServe starts `nodewatch serve` for the records under prefix, on a
-// free loopback port, and returns it with its address.
-func startServe(c config, e *etcdServer, prefix string) (*follower, string, error) {
+// free loopback port, with env added to its environment, and returns it
+// with its address.
+func startServe(c config, e *etcdServer, prefix string, env []string) (*follower, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	srv, err := startFollower("serve", nil, nil, c.nodewatch, "serve", "--etcd", e.URL, "--prefix", prefix, "--listen", addr)
+	srv, err := startFollowerEnv("serve", env, nil, nil, c.nodewatch, "serve", "--etcd", e.URL, "--prefix", prefix, "--listen", addr)
 	return srv, addr, err
 }
 
@@ -176,111 +211,6 @@ func ready(ctx context.Context, e *etcdServer, marks []string, fs ...*follower) 
 	}
 }
 
-// rowLive: rows 3 and 7, following c.changes changes on c.keys keys, by
-// `key --changes-only --filter` and `etcdctl watch -w json` at the same
-// time (3), and by `nodes` through `serve` (7); alternated.
-func rowLive(ctx context.Context, c config, e *etcdServer, t *table) error {
-	var nwCPU, ecCPU, serveCPU, nodesCPU []float64
-	for i := range c.pairs {
-		if c.rows[3] {
-			s, _, err := populate(ctx, e, livePrefix, c.keys, int64(i))
-			if err != nil {
-				return err
-			}
-			nw, err := startFollower("nodewatch key", []string{readyID, finishID}, nil, c.nodewatch, "key", "--etcd", e.URL, "--prefix", livePrefix,
-				"--changes-only", "--filter", `.value.state == "NODE_STATE_UP"`)
-			if err != nil {
-				return err
-			}
-			ec, err := startFollower("etcdctl watch", []string{b64(readyMarkB), b64(finishMarkB)}, nil, c.etcdctl, "--endpoints", e.URL, "watch", "--prefix", livePrefix, "-w", "json")
-			if err != nil {
-				return err
-			}
-			a, b, err := follow(ctx, c, e, s, []string{readyID, b64(readyMarkB)}, []string{finishID, b64(finishMarkB)}, nw, ec)
-			if err != nil {
-				return err
-			}
-			nwCPU, ecCPU = append(nwCPU, a.cpu.Seconds()/float64(c.changes)), append(ecCPU, b.cpu.Seconds()/float64(c.changes))
-		}
-		if c.rows[7] {
-			s, _, err := populate(ctx, e, livePrefix, c.keys, int64(i))
-			if err != nil {
-				return err
-			}
-			srv, addr, err := startServe(c, e, livePrefix)
-			if err != nil {
-				return err
-			}
-			nodes, err := startFollower("nodewatch nodes", []string{readyID, finishID}, nil, c.nodewatch, "nodes", "--curator", addr, "--dial-timeout", "60s",
-				"--changes-only", "--filter", `.state == "NODE_STATE_UP"`)
-			if err != nil {
-				srv.stop()
-				return err
-			}
-			n, _, err := follow(ctx, c, e, s, []string{readyID}, []string{finishID}, nodes)
-			su, serr := srv.stop()
-			if err != nil {
-				return err
-			}
-			if serr != nil {
-				return serr
-			}
-			serveCPU, nodesCPU = append(serveCPU, su.cpu.Seconds()/float64(c.changes)), append(nodesCPU, n.cpu.Seconds()/float64(c.changes))
-		}
-	}
-	if c.rows[3] {
-		t.ratio(3, fmt.Sprintf("CPU per change, %d changes on %d keys: key --changes-only --filter vs etcdctl watch -w json", c.changes, c.keys), nwCPU, ecCPU, micros, 0.5)
-	}
-	if c.rows[7] {
-		ec := median(ecCPU)
-		for _, x := range []struct {
-			what string
-			cpu  []float64
-		}{{"serve", serveCPU}, {"nodes --changes-only --filter", nodesCPU}} {
-			l := line{row: 7, what: "CPU per change, same changes: " + x.what, nodewatch: micros(median(x.cpu)), target: "recorded", met: "-"}
-			if ec > 0 {
-				l.other, l.ratio = micros(ec)+" (etcdctl, row 3)", fmt.Sprintf("%.2f", median(x.cpu)/ec)
-			}
-			t.add(l)
-		}
-	}
-	return nil
-}
-
-// follow waits until every follower follows, makes c.changes changes,
-// waits until every follower has printed the finish marker, stops them
-// and returns the usage of the first two.
-func follow(ctx context.Context, c config, e *etcdServer, s *sim.Sim, readyMarks, finishMarks []string, fs ...*follower) (usage, usage, error) {
-	stopAll := func() []usage {
-		var us []usage
-		for _, f := range fs {
-			u, _ := f.stop()
-			us = append(us, u)
-		}
-		return us
-	}
-	if err := ready(ctx, e, readyMarks, fs...); err != nil {
-		stopAll()
-		return usage{}, usage{}, err
-	}
-	if err := s.RunSteps(ctx, e.client, 0, 0, int64(c.changes)); err != nil {
-		stopAll()
-		return usage{}, usage{}, err
-	}
-	if err := putMarker(ctx, e, finishID); err != nil {
-		stopAll()
-		return usage{}, usage{}, err
-	}
-	for i, f := range fs {
-		if err := f.waitFor(finishMarks[i], 5*time.Minute); err != nil {
-			stopAll()
-			return usage{}, usage{}, err
-		}
-	}
-	us := append(stopAll(), usage{}, usage{})
-	return us[0], us[1], nil
-}
-
 var seqRe = regexp.MustCompile(`"seq":(\d+)`)
 
 // rowLatency: row 4, put acknowledged → its line on stdout, at c.rate
@@ -301,8 +231,8 @@ func rowLatency(ctx context.Context, c config, e *etcdServer, t *table) error {
 			}
 		}
 	}
-	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s: p50", c.rate), nwP50, ecP50, millis, 0)
-	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s: p99", c.rate), nwP99, ecP99, millis, 1.0)
+	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s of ~40 B JSON values on 1,000 keys: p50", c.rate), nwP50, ecP50, millis, 0)
+	t.ratio(4, fmt.Sprintf("put acked → line, %d puts/s of ~40 B JSON values on 1,000 keys: p99", c.rate), nwP99, ecP99, millis, 1.0)
 	return nil
 }
 
@@ -426,7 +356,7 @@ func rowFollower(ctx context.Context, c config, e *etcdServer, t *table) error {
 		}
 		// A speed-up, not a ratio of costs: "how many times faster".
 		ma, mb := median(a), median(b)
-		l := line{row: 5, what: "one change per batch in a set of " + size + ": follower vs full rescan", nodewatch: micros(ma), other: micros(mb),
+		l := line{row: 5, what: "one change per batch in a set of " + size + " ids (Go benchmark): follower vs full rescan", nodewatch: micros(ma), other: micros(mb),
 			ratio: fmt.Sprintf("%.0f× faster", mb/ma), target: "-", met: "-"}
 		if size == "100k" {
 			l.target, l.met = "≥ 1000× faster", yes(mb/ma >= 1000)
@@ -434,7 +364,7 @@ func rowFollower(ctx context.Context, c config, e *etcdServer, t *table) error {
 		t.add(l)
 	}
 	a1, a2 := allocs["BenchmarkFollowerOneChange1k"], allocs["BenchmarkFollowerOneChange100k"]
-	t.add(line{row: 5, what: "allocations per batch, 100k vs 1k ids", nodewatch: fmt.Sprintf("%.0f vs %.0f", a2, a1), ratio: "-", target: "equal", met: yes(a1 == a2)})
+	t.add(line{row: 5, what: "allocations per batch, 100k vs 1k ids (Go benchmark)", nodewatch: fmt.Sprintf("%.0f vs %.0f", a2, a1), ratio: "-", target: "equal", met: yes(a1 == a2)})
 	return nil
 }
 
@@ -449,7 +379,7 @@ func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
 	if err != nil {
 		return err
 	}
-	srv, addr, err := startServe(c, e, prefix)
+	srv, addr, err := startServe(c, e, prefix, nil)
 	if err != nil {
 		return err
 	}
@@ -473,11 +403,11 @@ func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
 	if err != nil {
 		return err
 	}
-	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams: p50", c.streams), nodewatch: millis(res.P50), ratio: "-", target: "-", met: "-"})
-	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams: p99", c.streams), nodewatch: millis(res.P99), ratio: "-", target: "≤ 50 ms", met: yes(res.P99 <= 0.050)})
+	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams, 100 sim records: p50", c.streams), nodewatch: millis(res.P50), ratio: "-", target: "-", met: "-"})
+	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams, 100 sim records: p99", c.streams), nodewatch: millis(res.P99), ratio: "-", target: "≤ 50 ms", met: yes(res.P99 <= 0.050)})
 	w := res.Watchers - before
-	t.add(line{row: 6, what: "etcd watches opened by serve", nodewatch: strconv.Itoa(w), ratio: "-", target: "1", met: yes(w == 1)})
-	t.add(line{row: 6, what: "serve peak RSS", nodewatch: mib(float64(peak)), ratio: "-", target: "recorded", met: "-"})
+	t.add(line{row: 6, what: "etcd watches opened by serve, 100 sim records", nodewatch: strconv.Itoa(w), ratio: "-", target: "1", met: yes(w == 1)})
+	t.add(line{row: 6, what: "serve peak RSS, 100 sim records, 1,000 streams", nodewatch: mib(float64(peak)), ratio: "-", target: "recorded", met: "-"})
 	return nil
 }
 
