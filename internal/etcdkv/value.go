@@ -81,14 +81,16 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, 
 	b = append(b, `,"mod_revision":`...)
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
 	b = append(b, `,"value":`...)
+	start := len(b)
 	b, err := appendValue(b, kv.Value, mode)
 	if err != nil {
 		return nil, err
 	}
+	end := len(b)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, kv.Version, 10)
 	b = append(b, '}')
-	return jsondoc.New(b), nil
+	return jsondoc.NewKnowing(b, "value", start, end), nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as

@@ -90,6 +90,18 @@ func TestObject(t *testing.T) {
 	if string(d.JSON()) != want {
 		t.Errorf("Object = %s, want %s", d.JSON(), want)
 	}
+	// The value is where Object says it put it, in every mode.
+	for _, mode := range []ValueMode{ValueAuto, ValueJSON, ValueText, ValueBase64} {
+		d, err := Object(kv, mode, []Field{{Name: "n", Value: "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gok := d.Member("value")
+		want, wok := jsondoc.Field(d.JSON(), "value")
+		if gok != wok || string(got) != string(want) {
+			t.Errorf("mode %v: Member(value) = %s, Field says %s", mode, got, want)
+		}
+	}
 	kv.Key = []byte("\xff")
 	if d, _ := Object(kv, ValueText, nil); !strings.Contains(string(d.JSON()), `"key":{"base64":"/w=="}`) {
 		t.Errorf("binary key: %s", d.JSON())

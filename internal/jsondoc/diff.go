@@ -283,18 +283,28 @@ func valueEnd(b []byte, i int) int {
 		return stringEnd(b, i)
 	case '{', '[':
 		depth := 0
-		for ; i < len(b); i++ {
+		for i < len(b) {
+			// Most bytes of a container are none of " { } [ ]: skip
+			// them a table lookup at a time.
+			for i < len(b) && !structural[b[i]] {
+				i++
+			}
+			if i == len(b) {
+				break
+			}
 			switch b[i] {
 			case '"':
-				i = stringEnd(b, i) - 1
+				i = stringEnd(b, i)
+				continue
 			case '{', '[':
 				depth++
-			case '}', ']':
+			default: // '}', ']'
 				depth--
 				if depth == 0 {
 					return i + 1
 				}
 			}
+			i++
 		}
 		return len(b)
 	}
@@ -306,6 +316,9 @@ func valueEnd(b []byte, i int) int {
 	}
 	return i
 }
+
+// structural marks the bytes valueEnd stops at inside a container.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
 // stringEnd returns the index just past the string whose opening quote
 // is b[i].

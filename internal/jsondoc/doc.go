@@ -21,11 +21,34 @@ type Doc struct {
 	json    []byte
 	tree    any
 	decoded bool
+	// known, if not "", is the one member of the object whose encoding
+	// is json[start:end], as its maker said (NewKnowing).
+	known      string
+	start, end int32
 }
 
 // New returns the Doc of b, which must be one compact, valid JSON value
 // (as json.Compact or gojq.Marshal make it); New keeps b.
 func New(b []byte) *Doc { return &Doc{json: b} }
+
+// NewKnowing is New for an object b whose only member named name has the
+// encoding b[start:end]: its maker (etcdkv.Object, for "value") knows
+// where it put it, and Member then finds it without reading b.
+func NewKnowing(b []byte, name string, start, end int) *Doc {
+	if start < 0 || end > len(b) || start >= end || end > 1<<31-1 {
+		return New(b)
+	}
+	return &Doc{json: b, known: name, start: int32(start), end: int32(end)}
+}
+
+// Member returns the encoding of the member named name of the object d,
+// and whether there is one, as Field(d.JSON(), name) does.
+func (d *Doc) Member(name string) ([]byte, bool) {
+	if d.known != "" && name == d.known {
+		return d.json[d.start:d.end], true
+	}
+	return Field(d.json, name)
+}
 
 // Compact returns the Doc of the JSON text b, compacted. It fails if b is
 // not exactly one JSON value.

@@ -47,12 +47,12 @@ func plainASCII(raw []byte) bool {
 	return true
 }
 
-// SameField reports whether the objects encoded in a and b have the same
-// encoding of the member named key (or both have none): the follower's
-// comparison of two states of an etcd key by their values' bytes.
-func SameField(a, b []byte, key string) bool {
-	va, oka := Field(a, key)
-	vb, okb := Field(b, key)
+// SameField reports whether the objects a and b have the same encoding
+// of the member named key (or both have none): the follower's comparison
+// of two states of an etcd key by their values' bytes.
+func SameField(a, b *Doc, key string) bool {
+	va, oka := a.Member(key)
+	vb, okb := b.Member(key)
 	return oka == okb && bytes.Equal(va, vb)
 }
 

@@ -28,8 +28,18 @@ func TestFieldAgreesWithAt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A Doc that knows where its one member "a" is, when it has one.
+		known := New(b)
+		if v, ok := Field(b, "a"); ok && bytes.Count(b, []byte(`"a"`)) == 1 && bytes.Contains(b, []byte(`"a":`)) && !bytes.Contains(b, []byte(`\u0061`)) {
+			start := bytes.Index(b, []byte(`"a":`)) + len(`"a":`)
+			known = NewKnowing(b, "a", start, start+len(v))
+		}
 		for _, name := range names {
+			kgot, kok := known.Member(name)
 			got, gok := Field(b, name)
+			if kok != gok || !bytes.Equal(kgot, got) {
+				t.Fatalf("Member(%s, %q) = %s, %v; Field says %s, %v", b, name, kgot, kok, got, gok)
+			}
 			want, wok := At(New(b), Path{name})
 			if gok != wok || !bytes.Equal(got, want) {
 				t.Fatalf("Field(%s, %q) = %s, %v; At says %s, %v", b, name, got, gok, want, wok)
@@ -53,7 +63,7 @@ func TestSameField(t *testing.T) {
 		{`{"value":1}`, `{"other":1}`, false},
 		{`{"a":1}`, `{"b":1}`, true}, // neither has one
 	} {
-		if got := SameField([]byte(c.a), []byte(c.b), "value"); got != c.same {
+		if got := SameField(New([]byte(c.a)), New([]byte(c.b)), "value"); got != c.same {
 			t.Errorf("SameField(%s, %s) = %v, want %v", c.a, c.b, got, c.same)
 		}
 	}

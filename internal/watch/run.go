@@ -681,7 +681,7 @@ func (r *run) equalsFunc() func(id string, a, b any) (bool, error) {
 			if !aok || !bok {
 				return reflect.DeepEqual(a, b), nil
 			}
-			return jsondoc.SameField(da.JSON(), db.JSON(), field), nil
+			return jsondoc.SameField(da, db, field), nil
 		}
 	}
 	if r.o.Equals == nil {
