@@ -61,6 +61,9 @@ type watchOptions struct {
 	target, what string
 	handler      *handler.Handler // --exec
 	stateFile    string           // --state
+	// allProcs: the run uses every P, not one (watch.Options.OneProc):
+	// nodes --once, whose listing is converted on every P.
+	allProcs bool
 	// follows says what a --state file follows: the command's fields,
 	// then the expressions' (parseWatchOptions).
 	follows []state.Field
@@ -223,7 +226,7 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 	tty := console.IsTerminal(e.stdout)
 	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
 	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
-	o.Logf, o.OneProc = e.logf, e.oneProc
+	o.Logf, o.OneProc = e.logf, e.oneProc && !o.allProcs
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
 	if o.handler != nil {
 		// The handler writes to stdout; nodewatch does not.

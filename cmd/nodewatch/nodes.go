@@ -92,6 +92,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 		{Name: "ID", Value: nodeID}, {Name: "--health", Value: strconv.FormatBool(c.Bool("health"))},
 	}, o.follows...)
 	o.List, o.Confirms = nodeID == "", "connection"
+	o.allProcs = o.Once && nodeID == ""
 	o.target = "curator at " + strings.Join(o.conn.Endpoints, ",")
 	o.what = "node " + nodeID
 	o.Output.Summary = curator.Summary

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -506,9 +507,18 @@ func probe(ctx context.Context, conn *grpc.ClientConn) error {
 	return nil // the server answered, if only with an error
 }
 
-// recvNodes follows a nodes_in_cluster stream until it breaks.
+// recvNodes follows a nodes_in_cluster stream until it breaks. The
+// backlog's events are turned into changes on as many goroutines as there
+// are Ps (converting a node to its JSON is most of a listing's CPU), and
+// merged in the order they came once the backlog is complete.
 func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool, heard *atomic.Int64) error {
-	backlog := map[string]nodeset.Change{} // nil once handed over
+	var backlog *backlogConverter // nil once handed over
+	defer func() {
+		if backlog != nil {
+			backlog.wait()
+		}
+	}()
+	backlog = newBacklogConverter(r)
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
@@ -516,12 +526,11 @@ func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool
 		}
 		heard.Store(time.Now().UnixNano())
 		r.establish(est)
-		changes := r.changes(ev, "")
 		if backlog == nil {
 			if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
 				r.c.logf("curator sent a second PROGRESS_LAST_BACKLOGGED on one stream; taking its event as a change")
 			}
-			if len(changes) > 0 {
+			if changes := r.changes(ev, ""); len(changes) > 0 {
 				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
 			}
 			continue
@@ -529,15 +538,54 @@ func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool
 		if len(ev.GetNodeTombstones()) > 0 {
 			r.c.logf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.GetNodeTombstones()))
 		}
-		for _, c := range changes {
-			backlog[c.ID] = c
-		}
-		nodeset.ReportListed(r.out, len(backlog))
+		backlog.add(ev)
 		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
-			r.putFull(backlog)
+			r.putFull(backlog.wait())
 			backlog = nil
 		}
 	}
+}
+
+// backlogConverter turns a backlog's events into changes, GOMAXPROCS at a
+// time.
+type backlogConverter struct {
+	r       *clientRun
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	results []*[]nodeset.Change // by event, in the order received
+	nodes   atomic.Int64        // converted so far
+}
+
+func newBacklogConverter(r *clientRun) *backlogConverter {
+	return &backlogConverter{r: r, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// add converts ev in the background.
+func (b *backlogConverter) add(ev *apipb.WatchEvent) {
+	slot := new([]nodeset.Change)
+	b.results = append(b.results, slot)
+	b.sem <- struct{}{}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer func() { <-b.sem }()
+		changes := b.r.changes(ev, "")
+		*slot = changes // read after wg.Wait
+		nodeset.ReportListed(b.r.out, int(b.nodes.Add(int64(len(changes)))))
+	}()
+}
+
+// wait returns the latest change of each id, once every event is
+// converted.
+func (b *backlogConverter) wait() map[string]nodeset.Change {
+	b.wg.Wait()
+	latest := map[string]nodeset.Change{}
+	for _, changes := range b.results {
+		for _, c := range *changes {
+			latest[c.ID] = c
+		}
+	}
+	return latest
 }
 
 // recvNode follows a node_in_cluster stream until it breaks; see Client
