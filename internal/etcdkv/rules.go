@@ -79,7 +79,7 @@ func (r *Rules) Summary(obj any) string {
 	if !ok {
 		return ""
 	}
-	value, _ := jsondoc.At(d, jsondoc.Path{"value"})
+	value, _ := d.Member("value")
 	var fields map[string]any
 	if raw, ok := jsondoc.At(d, jsondoc.Path{"fields"}); ok {
 		t, _ := jsondoc.Decode(raw)

@@ -160,21 +160,9 @@ func At(d *Doc, p Path) ([]byte, bool) {
 		found := false
 		switch s := step.(type) {
 		case string:
-			if v[0] != '{' {
-				return nil, false
-			}
-			for _, m := range members(v, nil) {
-				if string(m.key) == s {
-					v, found = m.val, true
-				}
-			}
+			v, found = Field(v, s)
 		case int:
-			if v[0] != '[' {
-				return nil, false
-			}
-			if es := elements(v); s >= 0 && s < len(es) {
-				v, found = es[s], true
-			}
+			v, found = Element(v, s)
 		}
 		if !found {
 			return nil, false
@@ -217,18 +205,6 @@ func members(b []byte, ms []member) []member {
 }
 
 func byKey(x, y member) int { return bytes.Compare(x.key, y.key) }
-
-// elements returns the encodings of the elements of the array in b.
-func elements(b []byte) [][]byte {
-	var es [][]byte
-	i := skipSpace(b, 1)
-	for i < len(b) && b[i] != ']' {
-		end := valueEnd(b, i)
-		es = append(es, b[i:end])
-		i = next(b, end)
-	}
-	return es
-}
 
 // Len returns the number of elements of the array, or of members (keys)
 // of the object, encoded in b; 0 for any other value.
