@@ -58,6 +58,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzQueueModel$$' -fuzztime $(FUZZTIME) ./internal/handoff
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeJSON$$' -fuzztime $(FUZZTIME) ./internal/curator
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime $(FUZZTIME) ./internal/jsondoc

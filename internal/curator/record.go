@@ -47,8 +47,21 @@ func DecodeRecord(id string, value []byte) (*apipb.Node, error) {
 // proto field names, which DecodeRecord reads back. The same node always
 // gives the same bytes (protojson varies its whitespace from build to
 // build on purpose; the record is compacted). It is for writers of
-// records, such as the simulator.
+// records, such as the simulator, and makes Object's JSON.
+//
+// The JSON is written without protojson (see nodejson.go), byte for byte
+// as protojson writes it; a node protojson refuses (a string of invalid
+// UTF-8, a timestamp out of range) is handed to protojson for its error.
 func EncodeRecord(n *apipb.Node) ([]byte, error) {
+	if b, ok := appendNode(make([]byte, 0, nodeSizeHint(n)), n); ok {
+		return b, nil
+	}
+	return encodeProtojson(n)
+}
+
+// encodeProtojson is EncodeRecord by protojson, the model the hand-written
+// encoder follows.
+func encodeProtojson(n *apipb.Node) ([]byte, error) {
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(n)
 	if err != nil {
 		return nil, fmt.Errorf("encode node %q: %w", n.GetId(), err)
