@@ -39,7 +39,8 @@ package main
 //
 // Wildcards, only for what differs from run to run: in an expected stdout
 // or stderr, {{time}} matches -o text's time of day (15:04:05), {{ts}}
-// --timestamps' RFC 3339 time, {{port}} a port the kernel chose, and
+// --timestamps' RFC 3339 time (and serve's log times), {{port}} a port
+// the kernel chose, {{duration}} a duration measured, and
 // {{reconnects}}, a line of its own, any number of "…; reconnecting to
 // ADDR in D" lines (how many a timeout lets through, and D, are random).
 //
@@ -421,7 +422,7 @@ func cliServe(t *testing.T, ep string) string {
 			[]string{"serve", "--etcd", ep, "--listen", "127.0.0.1:0"})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	serving := regexp.MustCompile(`serving Curator Watch on (\S+) `)
+	serving := regexp.MustCompile(`serving Curator Watch on ([^\s"]+)`)
 	var addr string
 	testkit.Eventually(t, func() error {
 		select {
@@ -457,15 +458,16 @@ func checkCLICase(t *testing.T, c *cliCase, got cliResult) {
 // cliWildcards are what may stand in an expected stdout or stderr for
 // what differs from run to run: each matches its regexp.
 var cliWildcards = map[string]string{
-	"{{time}}": `[0-9]{2}:[0-9]{2}:[0-9]{2}`,                    // -o text's time of day
-	"{{ts}}":   `[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9:.]+Z`, // --timestamps
-	"{{port}}": `[0-9]+`,                                        // a port the kernel chose
+	"{{time}}":     `[0-9]{2}:[0-9]{2}:[0-9]{2}`,                    // -o text's time of day
+	"{{ts}}":       `[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9:.]+Z`, // --timestamps
+	"{{port}}":     `[0-9]+`,                                        // a port the kernel chose
+	"{{duration}}": `[0-9.]+[a-zµ]+`,                                // a time.Duration measured
 	// The reconnect lines logged while a run waits for a connection: how
 	// many come within a timeout, and their delays, are random (jitter).
 	"{{reconnects}}\n": `(?:nodewatch: [^\n]*; reconnecting to [^\n]* in [0-9.]+[a-zµ]+\n)*`,
 }
 
-var cliWildcard = regexp.MustCompile(`\{\{(?:time|ts|port)\}\}|\{\{reconnects\}\}\n`)
+var cliWildcard = regexp.MustCompile(`\{\{(?:time|ts|port|duration)\}\}|\{\{reconnects\}\}\n`)
 
 // cliMatch reports whether got is want, with cliWildcards in want.
 func cliMatch(want, got string) bool {

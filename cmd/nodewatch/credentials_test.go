@@ -206,7 +206,7 @@ func startTLSServe(t *testing.T, cluster *testCA) string {
 	waitServing(t, p)
 	const says = "serving Curator Watch on "
 	s := p.stderr.String()
-	return strings.Fields(s[strings.Index(s, says)+len(says):])[0]
+	return strings.FieldsFunc(s[strings.Index(s, says)+len(says):], func(r rune) bool { return r == ' ' || r == '"' })[0]
 }
 
 // TestNodesMetroctl: nodes connects over mTLS to serve as the cluster

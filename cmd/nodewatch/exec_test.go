@@ -359,7 +359,7 @@ func TestE2EStateResume(t *testing.T) {
 		t.Parallel()
 		_, c := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_NEW, ""), node(idB, commonpb.NodeState_NODE_STATE_UP, ""))
 		ep := c.Endpoints()[0]
-		_, _, _, addr := startServeBinary(t, "--etcd", ep)
+		addr := runServeCommand(t, serveCmd(t, "--etcd", ep)).addr
 		st := filepath.Join(t.TempDir(), "state")
 		args := []string{"nodes", "--curator", addr, "--state", st, "--once", "--filter", `.state == "NODE_STATE_UP"`}
 		if got := summarize(t, runOK(t, args)); !slices.Equal(got, []string{"new metropolis-" + idB, "batch_done 1 initial"}) {

@@ -38,7 +38,7 @@ type exitRow struct {
 func exitTable() []exitRow {
 	return []exitRow{
 		{exitOK, "goal met (--once, --until, --each, --count); --timeout passed with no goal set; stdout closed",
-			"", "--duration or --steps reached", "done",
+			"stopped by SIGINT or SIGTERM and drained (the normal end)", "--duration or --steps reached", "done",
 			"goal met (--once, --until, --each, --count), --timeout passed with no goal set, or stdout closed"},
 		{exitFailure, "runtime failure: refused by the server, or it is not etcd / not a Curator; --strict jq error; output error",
 			"runtime failure: cannot listen, refused by etcd (or not etcd)", "runtime failure: refused by etcd (or not etcd)", "",
@@ -51,7 +51,7 @@ func exitTable() []exitRow {
 			"etcd not reached within --dial-timeout", "etcd not reached within --dial-timeout", "",
 			"no connection within --dial-timeout"},
 		{exitTimeout, "--timeout passed with the goal unmet", "", "", "", "--timeout passed with the goal unmet"},
-		{exitInterrupted, "interrupted (SIGINT, SIGTERM)", "stopped by SIGINT or SIGTERM (the normal end)",
+		{exitInterrupted, "interrupted (SIGINT, SIGTERM)", "a second SIGINT or SIGTERM during the drain",
 			"interrupted (SIGINT, SIGTERM)", "", "interrupted"},
 	}
 }

@@ -86,7 +86,7 @@ func TestSilentConnection(t *testing.T) {
 			fwd := netfault.Start(t, ep)
 			srv, addr := startServe(t, nil, append([]string{"--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 			return start(t, "nodes", "--curator", addr), srv, fwd
-		}, []string{"ending 1 Watch stream(s) with UNAVAILABLE", "serving Watch and GetNodes again"}},
+		}, []string{"ending Watch streams with UNAVAILABLE", "serving Watch and GetNodes again"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

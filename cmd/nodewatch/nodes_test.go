@@ -312,7 +312,7 @@ func TestServeBadRecord(t *testing.T) {
 		t.Fatalf("after bad records: %q, want node C", got)
 	}
 	errs := srv.stderr.String()
-	for _, key := range []string{`"/nodes/metropolis-broken"`, `"/nodes/metropolis-` + idB + `"`} {
+	for _, key := range []string{`/nodes/metropolis-broken\"`, `/nodes/metropolis-` + idB + `\"`} {
 		if !strings.Contains(errs, key) {
 			t.Errorf("serve's stderr does not name %s:\n%s", key, errs)
 		}

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"net"
 	"time"
@@ -21,7 +25,9 @@ import (
 // serveOptions are the flags of `nodewatch serve`.
 type serveOptions struct {
 	service.Process
-	insecure bool
+	insecure  bool
+	logFormat string
+	logLevel  slog.Level
 }
 
 func serveCommand(e *env) *cli.Command {
@@ -37,6 +43,10 @@ func serveCommand(e *env) *cli.Command {
 			&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when etcd cannot be reached within `D`"},
 			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "serve at most `N` streams at once over all connections"},
 			&cli.IntFlag{Name: "max-streams-per-conn", Value: server.DefaultMaxStreamsPerConn, Usage: "let one connection open at most `N` streams at once"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics (default: off)"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log as `FORMAT`: text (key=value) or json (one object per line)"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (every event sent), info (connections, streams), warn, error"},
+			&cli.DurationFlag{Name: "drain-timeout", Value: server.DefaultDrainTimeout, Usage: "on SIGTERM or SIGINT, give open streams `D` to end before closing them"},
 			&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
 			&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
 			&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
@@ -49,8 +59,9 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 	if c.NArg() > 0 {
 		return nil, cmdline.Usagef("serve: takes no arguments, got %q", c.Args().First())
 	}
-	o := &serveOptions{insecure: c.Bool("insecure")}
+	o := &serveOptions{insecure: c.Bool("insecure"), logFormat: c.String("log-format")}
 	o.Listen, o.Prefix, o.NodeID = c.String("listen"), c.String("prefix"), c.String("node-id")
+	o.MetricsAddr, o.DrainTimeout = c.String("metrics-addr"), c.Duration("drain-timeout")
 	dev := &devfleet.Config{Dir: c.String("data-dir"), Nodes: c.Int("dev-nodes"), Rate: c.Float64("dev-rate"), Prefix: o.Prefix}
 	dialTimeout, maxStreams, perConn := c.Duration("dial-timeout"), c.Int("max-streams"), c.Int("max-streams-per-conn")
 	host, _, err := net.SplitHostPort(o.Listen)
@@ -70,6 +81,18 @@ func parseServeOptions(c *cli.Context, e *env) (*serveOptions, error) {
 		return nil, cmdline.Usagef("--max-streams: must be at least 1, got %d", maxStreams)
 	case perConn < 1 || uint64(perConn) > math.MaxUint32:
 		return nil, cmdline.Usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
+	case o.DrainTimeout <= 0:
+		return nil, cmdline.Usagef("--drain-timeout: must be positive")
+	case o.logFormat != "text" && o.logFormat != "json":
+		return nil, cmdline.Usagef("--log-format: must be text or json, got %q", o.logFormat)
+	}
+	if err := o.logLevel.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, cmdline.Usagef("--log-level: must be debug, info, warn or error, got %q", c.String("log-level"))
+	}
+	if o.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.MetricsAddr); err != nil {
+			return nil, cmdline.Usagef("--metrics-addr: %v", err)
+		}
 	}
 	o.Limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
 	if c.Bool("dev") {
@@ -113,9 +136,26 @@ func runServe(ctx context.Context, e *env, o *serveOptions) error {
 		defer stop()
 		o.Reloads = c
 	}
-	o.Logf = e.logf
+	o.Log = serveLogger(e.stderr, o.logFormat, o.logLevel)
 	if o.Dev != nil {
-		o.Dev.Seed, o.Dev.Logf = time.Now().UnixNano(), e.logf
+		o.Dev.Seed = time.Now().UnixNano()
+		o.Dev.Logf = func(format string, args ...any) { o.Log.Warn(fmt.Sprintf(format, args...)) }
 	}
-	return service.Run(ctx, o.Process)
+	err := service.Run(ctx, o.Process)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// A signal: serve has drained, which is its normal end.
+		o.Log.Info("stopped", "cause", context.Cause(ctx).Error())
+		return nil
+	}
+	return err
+}
+
+// serveLogger is serve's logger: slog's text (key=value) or JSON lines on
+// w, from level up.
+func serveLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

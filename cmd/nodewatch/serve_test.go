@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -159,7 +158,7 @@ func TestServeReloadCertificate(t *testing.T) {
 
 	_, v2Key := r.to(t, "server-v2")
 	hup <- syscall.SIGHUP
-	waitStderr(t, p, "reloaded certificate "+certFile+" (key "+keyFile+", client CAs "+clientCAFile+"): \"CN=server-v2\", serial ")
+	waitStderr(t, p, `msg="reloaded certificate" cert_file=`+certFile+" key_file="+keyFile+" client_ca_file="+clientCAFile+` subject="CN=server-v2" serial=`)
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
 	old.wantNode(t, idB)
 	if got := handshakeCN(t, addr, client); got != "server-v2" {
@@ -173,8 +172,8 @@ func TestServeReloadCertificate(t *testing.T) {
 		_, strayKey := cluster.leaf("stray", x509.ExtKeyUsageServerAuth)
 		install(t, strayKey, keyFile)
 		hup <- syscall.SIGHUP
-		waitStderr(t, p, "reload failed, keeping the certificate \"CN=server-v2\", serial ",
-			": --listen-cert "+certFile+" and --listen-key "+keyFile+" do not belong together: the key is not the certificate's")
+		waitStderr(t, p, `level=ERROR msg="reload failed, keeping the certificate" subject="CN=server-v2" serial=`,
+			`error="--listen-cert `+certFile+" and --listen-key "+keyFile+` do not belong together: the key is not the certificate's"`)
 		if got := handshakeCN(t, addr, client); got != "server-v2" {
 			t.Fatalf("after a failed reload, a new connection sees %q, want server-v2", got)
 		}
@@ -197,7 +196,7 @@ func TestServeReloadCertificate(t *testing.T) {
 		}
 		installBytes(t, append(both, newCA...), clientCAFile)
 		hup <- syscall.SIGHUP
-		waitLines(t, p, 2, "reloaded certificate "+certFile)
+		waitLines(t, p, 2, `msg="reloaded certificate" cert_file=`+certFile)
 		if w := openWatch(t, dialTLS(t, addr, newClient)); w.err != nil {
 			t.Fatalf("a client of the CA added: %v", w.err)
 		}
@@ -216,33 +215,33 @@ func TestE2EServeReload(t *testing.T) {
 	r := newRotation(t)
 	certFile, keyFile, client := r.certFile, r.keyFile, r.client
 
-	cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", r.caFile)
-	old := openWatch(t, dialTLS(t, addr, client))
+	sv := runServeCommand(t, serveCmd(t, "--etcd", ep, "--listen-cert", certFile, "--listen-key", keyFile, "--listen-cacert", r.caFile))
+	old := openWatch(t, dialTLS(t, sv.addr, client))
 	if got := old.serverCN(); got != "server-v1" {
 		t.Fatalf("server certificate %q, want server-v1", got)
 	}
 	r.to(t, "server-v2")
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
+	if err := syscall.Kill(sv.cmd.Process.Pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, stderr, exited, 1, "nodewatch: reloaded certificate "+certFile, "CN=server-v2")
+	waitLog(t, sv.stderr, sv.exited, 1, `msg="reloaded certificate" cert_file=`+certFile, "CN=server-v2")
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"))
 	old.wantNode(t, idB)
-	if got := handshakeCN(t, addr, client); got != "server-v2" {
+	if got := handshakeCN(t, sv.addr, client); got != "server-v2" {
 		t.Fatalf("after SIGHUP, a new connection sees %q, want server-v2", got)
 	}
-	stopBinary(t, cmd, exited)
+	stopServe(t, sv, exitOK)
 
 	t.Run("plaintext", func(t *testing.T) {
-		cmd, stderr, exited, addr := startServeBinary(t, "--etcd", ep)
-		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		sv := runServeCommand(t, serveCmd(t, "--etcd", ep))
+		if err := syscall.Kill(sv.cmd.Process.Pid, syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitLog(t, stderr, exited, 1, "nodewatch: reload requested: serving plaintext, nothing to reload")
-		if w := openWatch(t, dialPlain(t, addr)); w.err != nil {
+		waitLog(t, sv.stderr, sv.exited, 1, "reload requested: serving plaintext, nothing to reload")
+		if w := openWatch(t, dialPlain(t, sv.addr)); w.err != nil {
 			t.Fatalf("after SIGHUP: %v", w.err)
 		}
-		stopBinary(t, cmd, exited)
+		stopServe(t, sv, exitOK)
 	})
 	t.Run("other commands end", func(t *testing.T) {
 		if signal.Ignored(syscall.SIGHUP) {
@@ -261,49 +260,6 @@ func TestE2EServeReload(t *testing.T) {
 			t.Fatalf("key after SIGHUP: %v, want killed by SIGHUP", cmd.ProcessState)
 		}
 	})
-}
-
-// startServeBinary runs the nodewatch binary's serve on a free loopback
-// port and waits until it serves. exited is closed when it has exited.
-func startServeBinary(t *testing.T, args ...string) (cmd *exec.Cmd, stderr *testkit.Buffer, exited chan struct{}, addr string) {
-	t.Helper()
-	addr, err := embedetcd.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd = command(t, append([]string{"serve", "--listen", addr}, args...)...)
-	stderr = &testkit.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited = make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	waitLog(t, stderr, exited, 1, "serving Curator Watch on")
-	return cmd, stderr, exited, addr
-}
-
-// stopBinary ends serve with SIGTERM; it must exit 130.
-func stopBinary(t *testing.T, cmd *exec.Cmd, exited chan struct{}) {
-	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-	case <-time.After(timeout):
-		t.Fatalf("serve did not exit within %v of SIGTERM", timeout)
-	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-		t.Fatalf("serve exited %d after SIGTERM, want %d", code, exitInterrupted)
-	}
 }
 
 // startServe runs serve on a free loopback port, with set (if not nil)
@@ -552,5 +508,5 @@ func TestServeExpiredCertificate(t *testing.T) {
 	notAfter := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	cert, key := p.leafValid("expired", x509.ExtKeyUsageServerAuth, notAfter.Add(-time.Hour), notAfter)
 	proc, _ := startServe(t, nil, "--etcd", ep, "--listen-cert", cert, "--listen-key", key)
-	waitStderr(t, proc, "nodewatch: warning: --listen-cert "+cert+": the certificate expired at "+notAfter.Format(time.RFC3339)+"; clients will refuse it")
+	waitStderr(t, proc, "level=WARN msg=\"--listen-cert "+cert+": the certificate expired at "+notAfter.Format(time.RFC3339)+"; clients will refuse it")
 }

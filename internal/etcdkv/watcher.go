@@ -91,6 +91,11 @@ type Watcher struct {
 	// watcher's goroutines, never twice in a row with the same value,
 	// and must not block.
 	OnCurrent func(current bool)
+	// OnRestart, if set, is called each time the watch starts again:
+	// with compacted false when it resumes after an error or a silent
+	// connection, true when the history it would resume at is compacted
+	// and it lists again. It is called from Run's goroutine.
+	OnRestart func(compacted bool)
 
 	// StartRev, if positive, is where the first listing is read: the
 	// state as it was at that revision (etcdctl watch --rev). The watch
@@ -355,6 +360,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, slices.Min(revs)+1)
+			w.restarted(true)
 			return nil
 		}
 		if refused(err) {
@@ -365,6 +371,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 		}
 		w.live.lost()
 		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, slices.Min(revs)+1)
+		w.restarted(false)
 		if err := b.Wait(ctx); err != nil {
 			return err
 		}
@@ -639,6 +646,12 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 	}
 	c.Object = obj
 	return c, true
+}
+
+func (w *Watcher) restarted(compacted bool) {
+	if w.OnRestart != nil {
+		w.OnRestart(compacted)
+	}
 }
 
 func (w *Watcher) logf(format string, args ...any) {

@@ -69,6 +69,12 @@ type Queue struct {
 	handed map[string]struct{}
 	closed bool
 	err    error
+
+	// OnMerge, if set, is told how many queued changes a merge replaced:
+	// changes the reader will never get, because a later change of the
+	// same id took their place. It is called with the queue locked; set
+	// it before the first Put.
+	OnMerge func(n int)
 }
 
 // pending is a queued batch, possibly several merged.
@@ -113,12 +119,16 @@ func (q *Queue) Put(b nodeset.Batch) {
 		q.changes = append(q.changes, p)
 	default:
 		into := q.changes[0]
+		merged := 0
 		for _, p := range q.changes[1:] {
-			into.merge(p, q.forgettable)
+			merged += into.merge(p, q.forgettable)
 		}
 		clear(q.changes[1:])
 		q.changes = q.changes[:1]
-		into.add(b, q.forgettable)
+		merged += into.add(b, q.forgettable)
+		if merged > 0 && q.OnMerge != nil {
+			q.OnMerge(merged)
+		}
 	}
 	q.signal()
 }
@@ -197,37 +207,48 @@ func (q *Queue) forgettable(id string) bool {
 	return !had
 }
 
-// add merges the later batch b into p; see put for forget.
-func (p *pending) add(b nodeset.Batch, forget func(id string) bool) {
+// add merges the later batch b into p, and returns the number of
+// changes queued in p that its changes replaced; see put for forget.
+func (p *pending) add(b nodeset.Batch, forget func(id string) bool) (merged int) {
 	for _, c := range b.Changes {
-		p.put(c, forget)
+		merged += p.put(c, forget)
 	}
 	p.synced = p.synced || b.Synced
 	p.rev = max(p.rev, b.Rev)
 	p.confirmed = p.confirmed || b.Confirmed
+	return merged
 }
 
-// merge merges the later queued batch o into p; see put for forget.
-func (p *pending) merge(o *pending, forget func(id string) bool) {
+// merge merges the later queued batch o into p, and returns the number
+// of changes queued in p that o's changes replaced; see put for forget.
+func (p *pending) merge(o *pending, forget func(id string) bool) (merged int) {
 	for _, c := range o.changes {
-		p.put(c, forget)
+		merged += p.put(c, forget)
 	}
 	p.synced = p.synced || o.synced
 	p.rev = max(p.rev, o.rev)
 	p.confirmed = p.confirmed || o.confirmed
+	return merged
 }
 
-// put merges the later change c into p. If forget is set and says that a
-// deletion of c.ID is news to nobody, the deletion leaves no trace.
-func (p *pending) put(c nodeset.Change, forget func(id string) bool) {
-	if _, ok := p.changes[c.ID]; ok && c.Undecodable {
-		return // the queued state is the last good one
+// put merges the later change c into p, and returns 1 if it replaced (or,
+// as a forgotten deletion, removed) a change queued for c.ID, else 0. If
+// forget is set and says that a deletion of c.ID is news to nobody, the
+// deletion leaves no trace.
+func (p *pending) put(c nodeset.Change, forget func(id string) bool) int {
+	_, queued := p.changes[c.ID]
+	if queued && c.Undecodable {
+		return 0 // the queued state is the last good one
 	}
 	if c.Deleted && forget != nil && forget(c.ID) {
 		delete(p.changes, c.ID)
-		return
+	} else {
+		p.changes[c.ID] = c
 	}
-	p.changes[c.ID] = c
+	if queued {
+		return 1
+	}
+	return 0
 }
 
 // Close tells the reader that no more batches will come: Next returns what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"sort"
 	"testing"
@@ -243,3 +244,36 @@ func TestQueueChurnBounded(t *testing.T) {
 
 func queuedBatches(q *Queue) int { n, _ := q.queued(); return n }
 func queuedChanges(q *Queue) int { _, n := q.queued(); return n }
+
+// TestQueueCountsMerges: with updates only (no deletions, no bad
+// records), every change put is either handed to the reader or counted by
+// OnMerge, exactly once, however puts and reads interleave.
+func TestQueueCountsMerges(t *testing.T) {
+	for seed := range int64(200) {
+		r := rand.New(rand.NewPCG(uint64(seed), 0))
+		q := New(2 + r.IntN(3))
+		merged := 0
+		q.OnMerge = func(n int) { merged += n }
+		put, got := 0, 0
+		for range 50 {
+			if r.IntN(3) == 0 {
+				for _, b := range drain(t, q) {
+					got += len(b.Changes)
+				}
+				continue
+			}
+			var b nodeset.Batch
+			for _, id := range r.Perm(4)[:1+r.IntN(4)] {
+				b.Changes = append(b.Changes, nodeset.Change{ID: fmt.Sprint(id), Object: r.Int()})
+			}
+			q.Put(b)
+			put += len(b.Changes)
+		}
+		for _, b := range drain(t, q) {
+			got += len(b.Changes)
+		}
+		if put != got+merged {
+			t.Fatalf("seed %d: %d changes put, %d handed over, %d counted as merged", seed, put, got, merged)
+		}
+	}
+}

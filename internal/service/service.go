@@ -6,9 +6,17 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nodewatch/nodewatch/internal/curator/server"
 	"github.com/nodewatch/nodewatch/internal/devfleet"
@@ -31,17 +39,21 @@ type Process struct {
 	Listen string
 	// Limits bound the streams.
 	Limits server.Limits
+	// MetricsAddr, if set, is the address (HOST:PORT) to serve Prometheus
+	// metrics on, at /metrics: the Server's (Config.Metrics, which Run
+	// sets), the Go runtime's and the process's.
+	MetricsAddr string
 }
 
 // Run connects to etcd (after starting the dev fleet), listens and
-// serves until ctx ends, and says so through Config.Logf. It returns
+// serves until ctx ends, and says so through Config.Log. It returns
 // ctx.Err() when ctx ends, an error wrapping dial.ErrUnavailable when
 // etcd cannot be reached within EtcdConfig's dial timeout, and what else
 // keeps it from serving.
 func Run(ctx context.Context, p Process) error {
-	logf := p.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	log := p.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	ec := p.EtcdConfig
 	if p.Dev != nil {
@@ -59,24 +71,58 @@ func Run(ctx context.Context, p Process) error {
 	}
 	defer client.Close()
 
+	cfg := p.Config
+	if p.MetricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Metrics = server.NewMetrics(reg)
+		stop, err := serveMetrics(p.MetricsAddr, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	l, err := net.Listen("tcp", p.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	host, portStr, _ := net.SplitHostPort(l.Addr().String())
 	port, _ := strconv.Atoi(portStr)
-	cfg := p.Config
 	cfg.Etcd, cfg.EtcdConns, cfg.Keepalive, cfg.Host, cfg.Port = client, ec.Conns, ec.Keepalive, host, port
 	srv := server.New(cfg)
-	logf("serving Curator Watch on %s (records under %q in etcd %v)", l.Addr(), p.Prefix, ec.Endpoints)
+	log.Info(fmt.Sprintf("serving Curator Watch on %s", l.Addr()), "prefix", p.Prefix, "etcd", ec.Endpoints)
 	if d := p.Dev; d != nil {
-		logf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", ec.Endpoints[0], d.Nodes, d.Rate)
-		logf("dev:   nodewatch nodes --curator %s", l.Addr())
-		logf("dev:   nodewatch key --prefix %s --etcd %s", p.Prefix, ec.Endpoints[0])
+		log.Info(fmt.Sprintf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", ec.Endpoints[0], d.Nodes, d.Rate))
+		log.Info(fmt.Sprintf("dev:   nodewatch nodes --curator %s", l.Addr()))
+		log.Info(fmt.Sprintf("dev:   nodewatch key --prefix %s --etcd %s", p.Prefix, ec.Endpoints[0]))
 	}
-	err = srv.Serve(ctx, l, p.Limits.ServerOptions()...)
+	err = srv.Serve(ctx, l, p.Limits.ServerOptions(cfg.Metrics)...)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err
+}
+
+// serveMetrics serves what reg gathers at http://addr/metrics (nothing
+// else: every other path is 404) until stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info(fmt.Sprintf("serving metrics on http://%s/metrics", l.Addr()))
+	return func() {
+		hs.Close()
+		<-done
+	}, nil
 }

@@ -152,7 +152,7 @@ func TestClientReconnectResync(t *testing.T) {
 	c2, d := curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")
 	s.st.Put(c2, d)
 	// A new server (which lists etcd afresh) on the same address.
-	serveReady(t, s.g.Addr, server.Config{Etcd: s.st.Etcd, Logf: s.lg.Logf})
+	serveReady(t, s.g.Addr, server.Config{Etcd: s.st.Etcd, Log: s.lg.Logger()})
 
 	got := r.next()
 	if got.Cause != nodeset.CauseResync {
@@ -329,7 +329,7 @@ func TestClientNodeResync(t *testing.T) {
 	// same address, once it holds the records: the client must not
 	// settle for "no node" while it lists.
 	restart := func() *curatortest.GRPCServer {
-		_, g := serveReady(t, g.Addr, server.Config{Etcd: s.st.Etcd, Logf: s.lg.Logf})
+		_, g := serveReady(t, g.Addr, server.Config{Etcd: s.st.Etcd, Log: s.lg.Logger()})
 		return g
 	}
 	b := r.next()

@@ -55,7 +55,7 @@ func (s *served) client() *Client { return testClient(s.lg, s.g.Addr) }
 // holds them.
 func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*server.Server, *curatortest.GRPCServer) {
 	t.Helper()
-	return serveReady(t, "", server.Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	return serveReady(t, "", server.Config{Etcd: st.Etcd, Prefix: st.Prefix, Log: lg.Logger(), MaxBackoff: 200 * time.Millisecond})
 }
 
 // serveReady runs a server for cfg and serves it on addr ("" picks a free

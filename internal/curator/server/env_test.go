@@ -18,6 +18,6 @@ func startServer(t *testing.T, cfg Config) *Server {
 // serveStore serves st's records over gRPC on loopback.
 func serveStore(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*Server, *curatortest.GRPCServer) {
 	t.Helper()
-	s := startServer(t, Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: st.Etcd, Prefix: st.Prefix, Log: lg.Logger(), MaxBackoff: 200 * time.Millisecond})
 	return s, curatortest.ServeGRPC(t, "", s)
 }

@@ -65,8 +65,9 @@ type Limits struct {
 // with MaxRecvMsgSize and the keepalive above: a client that pings more
 // often than every KeepaliveMinTime (three times in a row) is sent a
 // GOAWAY ("too_many_pings") and disconnected. Each call returns a counter
-// of open streams of its own: give the options to one grpc.Server.
-func (l Limits) ServerOptions() []grpc.ServerOption {
+// of open streams of its own: give the options to one grpc.Server. m, if
+// not nil, counts the streams refused at the limit and those open.
+func (l Limits) ServerOptions(m *Metrics) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
@@ -82,8 +83,11 @@ func (l Limits) ServerOptions() []grpc.ServerOption {
 		opts = append(opts, grpc.MaxConcurrentStreams(l.MaxStreamsPerConn))
 	}
 	if l.MaxStreams > 0 {
-		c := &streamCounter{max: int64(l.MaxStreams)}
+		c := &streamCounter{max: int64(l.MaxStreams), m: m}
 		opts = append(opts, grpc.ChainStreamInterceptor(c.intercept))
+	}
+	if m != nil {
+		opts = append(opts, grpc.ChainStreamInterceptor(m.intercept))
 	}
 	return opts
 }
@@ -92,12 +96,14 @@ func (l Limits) ServerOptions() []grpc.ServerOption {
 // interceptor runs concurrently, once per stream.
 type streamCounter struct {
 	max  int64
+	m    *Metrics
 	open atomic.Int64
 }
 
 func (c *streamCounter) intercept(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	defer c.open.Add(-1)
 	if c.open.Add(1) > c.max {
+		c.m.refused(refusedLimit)
 		return status.Errorf(codes.ResourceExhausted,
 			"curator server: at its limit of %d open streams over all connections; try again later", c.max)
 	}

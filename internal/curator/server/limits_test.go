@@ -23,11 +23,11 @@ import (
 // on loopback until the test ends, and returns its address.
 func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 	t.Helper()
-	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Logf: curatortest.NewLogs(t).Logf})
+	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Log: curatortest.NewLogs(t).Logger()})
 	l := testkit.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, lim.ServerOptions()...) }()
+	go func() { done <- s.Serve(ctx, l, lim.ServerOptions(nil)...) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != context.Canceled {

@@ -39,7 +39,7 @@ func serveBehind(t *testing.T, st *curatortest.Store, lg *curatortest.Logs) (*ne
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := startServer(t, Config{Etcd: c, EtcdConns: conns, Keepalive: fastKeepalive, Prefix: st.Prefix, Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: c, EtcdConns: conns, Keepalive: fastKeepalive, Prefix: st.Prefix, Log: lg.Logger(), MaxBackoff: 200 * time.Millisecond})
 	return fwd, curatortest.ServeGRPC(t, "", s)
 }
 
@@ -62,7 +62,7 @@ func TestServerStaleEndsStreams(t *testing.T) {
 	if err := w.End(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("stream ended with %v, want Unavailable", err)
 	}
-	lg.WaitFor("ending 1 Watch stream(s) with UNAVAILABLE")
+	lg.WaitFor("ending Watch streams with UNAVAILABLE", "streams=1")
 	if err := curatortest.Watch(t, conn, curatortest.NodesReq()).End(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("a new Watch while stale: %v, want Unavailable", err)
 	}

@@ -24,16 +24,21 @@ import (
 // expressions are not evaluated here), codes.Unavailable once Run has
 // returned or while the view is not current (see Server.Register); the stream's own context ending returns its status. Like
 // Watch, GetNodes waits for Run to have read the initial state.
-func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingServer[mgmtpb.Node]) error {
+func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingServer[mgmtpb.Node]) (err error) {
+	s.m.getNodes()
+	st := s.openStream(srv.Context(), "GetNodes")
 	if req.GetFilter() != "" {
-		return status.Error(codes.Unimplemented, "GetNodes: filter expressions are not supported by nodewatch serve; send no filter to get every node")
+		err := status.Error(codes.Unimplemented, "GetNodes: filter expressions are not supported by nodewatch serve; send no filter to get every node")
+		st.refused(s.m, refusedBadRequest, err)
+		return err
 	}
 	if err := s.waitReady(srv.Context()); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	if err := s.refusal(); err != nil {
+	if reason, err := s.refusal(); err != nil {
 		s.mu.Unlock()
+		st.refused(s.m, reason, err)
 		return err
 	}
 	recs := make([]*record, 0, s.nodes.Set().Len())
@@ -42,6 +47,8 @@ func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingS
 		return true
 	})
 	s.mu.Unlock()
+	st.log.Info("stream opened", "nodes", len(recs))
+	defer func() { st.closed(err) }()
 
 	now := time.Now()
 	for _, rec := range recs {
@@ -66,6 +73,7 @@ func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingS
 		if err := srv.Send(m); err != nil {
 			return err
 		}
+		st.events++
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestServerGetNodes(t *testing.T) {
 	st.Put(curatortest.Node("n2", up, "10.0.0.2"))
 	st.PutRaw("n3", withHealth(t, curatortest.Node("n3", up, "10.0.0.3"), `"health":"SICK"`))
 	_, g := serveStore(t, st, lg)
-	lg.WaitFor(`n3"`, "health", "SICK", "taken as unknown")
+	lg.WaitFor("key=/nodes/n3 ", "health", "SICK", "taken as unknown")
 	conn := curatortest.Dial(t, g.Addr)
 	w := curatortest.Watch(t, conn, curatortest.NodesReq())
 	w.Next() // the backlog

@@ -9,15 +9,18 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -28,8 +31,10 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nodewatch/nodewatch/internal/curator"
@@ -64,9 +69,16 @@ type Config struct {
 	NodeID string
 	Host   string
 	Port   int
-	// Logf reports records that cannot be decoded (with their key) and
-	// etcd errors that are being retried. Nil discards.
-	Logf func(format string, args ...any)
+	// Log receives what the server has to say: records that cannot be
+	// decoded (with their key), etcd errors being retried, connections
+	// and streams opened and closed (info), each event sent (debug). Nil
+	// discards.
+	Log *slog.Logger
+	// Metrics, if set, counts what the server does (see Metrics).
+	Metrics *Metrics
+	// DrainTimeout is how long Serve gives open RPCs to end once its
+	// context ends (see Serve); 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
 	// MaxBackoff caps the wait between etcd retries; 0 means 5s.
 	MaxBackoff time.Duration
 	// TLS, if set, is the certificate Serve serves with (nil: plaintext).
@@ -109,6 +121,11 @@ type Server struct {
 
 	cfg    Config
 	prefix string
+	log    *slog.Logger
+	m      *Metrics
+
+	// streamIDs numbers the streams, for the logs.
+	streamIDs atomic.Uint64
 
 	ready chan struct{} // closed by Run once nodes holds the initial state
 	done  chan struct{} // closed by Run when it returns, after stopped is set
@@ -121,6 +138,9 @@ type Server struct {
 	started bool       // Run was called
 	isReady bool       // ready is closed
 	stopped bool       // Run has returned; subscribers are closed
+	// draining: Serve is shutting down; new streams are refused and the
+	// health service says NOT_SERVING for good.
+	draining bool
 	// stale: the etcd watch has not confirmed that it is current for
 	// Keepalive.Time + Keepalive.Timeout; streams are refused until a
 	// confirmation is applied. confirmedAt is when the last one was.
@@ -195,6 +215,9 @@ type subscriber struct {
 // errStopped ends subscribers' queues when Run returns.
 var errStopped = errors.New("curator server stopped")
 
+// errDraining ends subscribers' queues when Serve shuts down.
+var errDraining = errors.New("this replica is shutting down; try another")
+
 // errStale ends subscribers' queues when the view of etcd stops being
 // current.
 var errStale = errors.New("this replica cannot confirm that its view of etcd is current; try another")
@@ -213,8 +236,14 @@ func New(cfg Config) *Server {
 	for _, svc := range healthServices {
 		hs.SetServingStatus(svc, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Server{
 		cfg:    cfg,
+		log:    log,
+		m:      cfg.Metrics,
 		health: hs,
 		prefix: prefix,
 		ready:  make(chan struct{}),
@@ -249,6 +278,7 @@ func (s *Server) setServing(serving bool) {
 	for _, svc := range healthServices {
 		s.health.SetServingStatus(svc, st)
 	}
+	s.m.setCurrent(serving)
 }
 
 // setStale is the etcd watcher's OnCurrent(false): the view can no
@@ -272,19 +302,22 @@ func (s *Server) setStale(current bool) {
 		delete(s.subs, sub)
 	}
 	deadline := s.cfg.Keepalive.Deadline()
-	s.logf("etcd has not confirmed the view current for %v: ending %d Watch stream(s) with UNAVAILABLE and refusing Watch and GetNodes until it does", deadline, n)
+	s.log.Warn("etcd has not confirmed the view current: ending Watch streams with UNAVAILABLE and refusing Watch and GetNodes until it does",
+		"for", deadline, "streams", n)
 }
 
-// refusal returns the status a new stream is refused with, or nil;
-// s.mu must be held.
-func (s *Server) refusal() error {
+// refusal returns the status a new stream is refused with and the reason
+// (a reason label of Metrics), or nil; s.mu must be held.
+func (s *Server) refusal() (reason string, err error) {
 	switch {
+	case s.draining:
+		return refusedStopping, status.Error(codes.Unavailable, errDraining.Error())
 	case s.stopped:
-		return status.Error(codes.Unavailable, errStopped.Error())
+		return refusedStopping, status.Error(codes.Unavailable, errStopped.Error())
 	case s.stale:
-		return status.Errorf(codes.Unavailable, "%v (last confirmed %v ago)", errStale, time.Since(s.confirmedAt).Round(time.Second))
+		return refusedNotCurrent, status.Errorf(codes.Unavailable, "%v (last confirmed %v ago)", errStale, time.Since(s.confirmedAt).Round(time.Second))
 	}
-	return nil
+	return "", nil
 }
 
 // Run reads the node records from etcd and broadcasts their changes to
@@ -323,24 +356,35 @@ func (s *Server) run(ctx context.Context) error {
 			}
 			n, err := curator.DecodeRecord(id, kv.Value)
 			if err != nil {
+				s.m.badRecord()
 				return nil, err
 			}
 			wire, err := curator.EncodeRecordBinary(n)
 			if err != nil {
+				s.m.badRecord()
 				return nil, err
 			}
 			h, err := curator.DecodeHealth(kv.Value)
 			if err != nil {
 				// The node is good; only what GetNodes adds is not.
-				s.logf("record %q: %v; its health is taken as unknown", kv.Key, err)
+				s.log.Warn("record's health is taken as unknown", "key", string(kv.Key), "error", err)
 			}
 			return &record{wire: wire, health: h}, nil
 		},
-		Logf:       s.logf,
+		Logf: func(format string, args ...any) {
+			s.log.Warn(fmt.Sprintf(format, args...), "component", "etcd")
+		},
 		MaxBackoff: s.cfg.MaxBackoff,
 		Keepalive:  s.cfg.Keepalive,
 		Conns:      s.cfg.EtcdConns,
 		OnCurrent:  s.setStale,
+		OnRestart: func(compacted bool) {
+			if compacted {
+				s.m.restarted(restartCompacted)
+			} else {
+				s.m.restarted(restartLost)
+			}
+		},
 	}
 	q := handoff.New(0)
 	var wg sync.WaitGroup
@@ -396,10 +440,11 @@ func (s *Server) apply(b nodeset.Batch) error {
 		if s.stale {
 			s.stale = false
 			s.setServing(true)
-			s.logf("etcd confirmed the view current at rev %d: serving Watch and GetNodes again", b.Rev)
+			s.log.Info("etcd confirmed the view current: serving Watch and GetNodes again", "rev", b.Rev)
 		}
 		s.confirmedAt = time.Now()
 	}
+	s.m.applied(b.Rev, s.nodes.Set().Len(), len(changes) > 0)
 	if len(changes) == 0 {
 		return nil
 	}
@@ -424,8 +469,13 @@ func (s *Server) stop() {
 	defer s.mu.Unlock()
 	s.stopped = true
 	s.health.Shutdown()
+	s.m.setCurrent(false)
+	why := errStopped
+	if s.draining {
+		why = errDraining
+	}
 	for sub := range s.subs {
-		sub.q.Close(errStopped)
+		sub.q.Close(why)
 	}
 	close(s.done)
 }
@@ -434,13 +484,14 @@ func (s *Server) stop() {
 // subscriber whose queue holds, as its first batch, the current nodes of
 // interest (all of them for id "", else the one node if it exists) and
 // receives every later change. The caller must unsubscribe it.
-func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) {
+func (s *Server) subscribe(ctx context.Context, st *stream, id string) (*subscriber, error) {
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.refusal(); err != nil {
+	if reason, err := s.refusal(); err != nil {
+		st.refused(s.m, reason, err)
 		return nil, err
 	}
 	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
@@ -454,6 +505,9 @@ func (s *Server) subscribe(ctx context.Context, id string) (*subscriber, error) 
 		initial.Changes = []nodeset.Change{{ID: id, Object: obj.(*record).wire}}
 	}
 	sub := &subscriber{id: id, q: handoff.New(0)}
+	if s.m != nil {
+		sub.q.OnMerge = s.m.merged
+	}
 	sub.q.Put(initial)
 	s.subs[sub] = struct{}{}
 	return sub, nil
@@ -495,29 +549,39 @@ func (s *Server) subscribers() int {
 // Errors: codes.InvalidArgument for an empty node id or one containing
 // '/', codes.Unimplemented for an unset kind, codes.Unavailable once Run
 // has returned; the stream's own context ending returns its status.
-func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) error {
+func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (err error) {
+	ctx := srv.Context()
+	st := s.openStream(ctx, "Watch")
 	var id string
 	switch k := req.GetKind().(type) {
 	case *apipb.WatchRequest_NodesInCluster_:
 	case *apipb.WatchRequest_NodeInCluster_:
 		id = k.NodeInCluster.GetNodeId()
 		if id == "" {
-			return status.Error(codes.InvalidArgument, "node_in_cluster: node_id must be set")
-		}
-		if strings.Contains(id, "/") {
-			return status.Errorf(codes.InvalidArgument, "node_in_cluster: invalid node_id %q: contains '/'", id)
+			err = status.Error(codes.InvalidArgument, "node_in_cluster: node_id must be set")
+		} else if strings.Contains(id, "/") {
+			err = status.Errorf(codes.InvalidArgument, "node_in_cluster: invalid node_id %q: contains '/'", id)
 		}
 	case nil:
-		return status.Error(codes.Unimplemented, "watch request kind not set")
+		err = status.Error(codes.Unimplemented, "watch request kind not set")
 	default:
-		return status.Errorf(codes.Unimplemented, "watch request kind %T not supported", k)
+		err = status.Errorf(codes.Unimplemented, "watch request kind %T not supported", k)
 	}
-	ctx := srv.Context()
-	sub, err := s.subscribe(ctx, id)
+	if err != nil {
+		st.refused(s.m, refusedBadRequest, err)
+		return err
+	}
+	sub, err := s.subscribe(ctx, st, id)
 	if err != nil {
 		return err
 	}
 	defer s.unsubscribe(sub)
+	if id == "" {
+		st.log.Info("stream opened", "kind", "nodes_in_cluster")
+	} else {
+		st.log.Info("stream opened", "kind", "node_in_cluster", "node", id)
+	}
+	defer func() { st.closed(err) }()
 
 	// known: the client has seen the node and not its deletion
 	// (node_in_cluster only; a tombstone for a node the client never saw
@@ -541,7 +605,7 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 			for _, c := range b.Changes {
 				nodes = append(nodes, c.Object.(wireNode))
 			}
-			if err := s.sendInitial(srv, id, nodes); err != nil {
+			if err := s.sendInitial(srv, st, id, nodes); err != nil {
 				return err
 			}
 			known = len(nodes) > 0
@@ -559,32 +623,65 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) e
 				ev = &apipb.WatchEvent{NodeTombstones: []*apipb.NodeTombstone{{NodeId: c.ID}}}
 				known = false
 			}
-			if err := srv.Send(ev); err != nil {
+			if err := s.send(srv, st, ev); err != nil {
 				return err
 			}
 		}
 	}
 }
 
+// send sends ev on a Watch stream, and counts it.
+func (s *Server) send(srv apipb.Curator_WatchServer, st *stream, ev *apipb.WatchEvent) error {
+	if err := srv.Send(ev); err != nil {
+		return err
+	}
+	size := proto.Size(ev)
+	st.events++
+	st.bytes += size
+	s.m.sent(size)
+	if st.debug {
+		st.log.Debug("event sent", "nodes", len(ev.GetNodes())+countNodes(ev), "tombstones", len(ev.GetNodeTombstones()),
+			"progress", ev.GetProgress().String(), "bytes", size)
+	}
+	return nil
+}
+
+// countNodes counts the nodes an event built by event() carries as its
+// unknown fields (for the debug log).
+func countNodes(ev *apipb.WatchEvent) int {
+	n := 0
+	for b := []byte(ev.ProtoReflect().GetUnknown()); len(b) > 0; {
+		num, typ, l := protowire.ConsumeField(b)
+		if l < 0 {
+			break
+		}
+		if num == fieldNodes && typ == protowire.BytesType {
+			n++
+		}
+		b = b[l:]
+	}
+	return n
+}
+
 // sendInitial sends what a stream starts with: for nodes_in_cluster (id
 // "") the backlog, for node_in_cluster the node if it exists.
-func (s *Server) sendInitial(srv apipb.Curator_WatchServer, id string, nodes []wireNode) error {
+func (s *Server) sendInitial(srv apipb.Curator_WatchServer, st *stream, id string, nodes []wireNode) error {
 	if id != "" {
 		if len(nodes) == 0 {
 			return nil
 		}
-		return srv.Send(event(appendNode(nil, nodes[0])))
+		return s.send(srv, st, event(appendNode(nil, nodes[0])))
 	}
 	limit := curator.MaxEventSize
 	if s.eventLimit > 0 {
 		limit = s.eventLimit
 	}
-	return sendBacklog(srv, nodes, limit)
+	return s.sendBacklog(srv, st, nodes, limit)
 }
 
 // sendBacklog sends nodes in events of at most limit bytes, the last one
 // (possibly holding no nodes) marked PROGRESS_LAST_BACKLOGGED.
-func sendBacklog(srv apipb.Curator_WatchServer, nodes []wireNode, limit int) error {
+func (s *Server) sendBacklog(srv apipb.Curator_WatchServer, st *stream, nodes []wireNode, limit int) error {
 	// What the progress field costs: its tag and a one-byte enum value.
 	// Every event reserves it, so that the last one fits too.
 	const marker = 2
@@ -592,25 +689,37 @@ func sendBacklog(srv apipb.Curator_WatchServer, nodes []wireNode, limit int) err
 	for _, n := range nodes {
 		rest += nodeSize(n)
 	}
+	unsent := len(nodes)
+	s.m.backlog(1, unsent)
+	defer func() { s.m.backlog(-1, -unsent) }()
 	// Each event gets a buffer of the size it will have, so that a
 	// backlog costs its own size once, not again in growing buffers.
 	var raw []byte
+	inRaw := 0
 	for _, n := range nodes {
 		if len(raw) > 0 && marker+len(raw)+nodeSize(n) > limit {
-			if err := srv.Send(event(raw)); err != nil {
+			if err := s.send(srv, st, event(raw)); err != nil {
 				return err
 			}
-			raw = nil // the message sent must not change (grpc's SendMsg)
+			s.m.backlog(0, -inRaw)
+			unsent -= inRaw
+			raw, inRaw = nil, 0 // the message sent must not change (grpc's SendMsg)
 		}
 		if raw == nil {
 			raw = make([]byte, 0, min(rest, limit))
 		}
 		raw = appendNode(raw, n)
+		inRaw++
 		rest -= nodeSize(n)
 	}
 	ev := event(raw)
 	ev.Progress = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
-	return srv.Send(ev)
+	if err := s.send(srv, st, ev); err != nil {
+		return err
+	}
+	s.m.backlog(0, -inRaw)
+	unsent -= inRaw
+	return nil
 }
 
 // GetCurrentLeader answers that this server is the leader, naming it by
@@ -651,44 +760,49 @@ func advertisedHost(ctx context.Context, host string) string {
 	return host
 }
 
-func (s *Server) logf(format string, args ...any) {
-	if s.cfg.Logf != nil {
-		s.cfg.Logf(format, args...)
-	}
-}
-
-// stopGrace is how long Serve lets open RPCs finish once it stops.
-const stopGrace = 2 * time.Second
+// DefaultDrainTimeout is how long Serve gives open RPCs to end once it
+// stops, when Config.DrainTimeout is 0: time for every client to be told
+// (the status of a Watch stream reaches a client behind a full flow-control
+// window only once it reads again), short beside a Kubernetes pod's
+// default grace period of 30 seconds.
+const DefaultDrainTimeout = 5 * time.Second
 
 // Serve runs s and serves it over gRPC on l (with opts) until ctx ends or
-// either fails; then it stops gRPC, gracefully for up to two seconds. It
-// blocks, and returns ctx.Err() when ctx ends, or the error s.Run or gRPC
-// failed with. It closes l.
+// either fails. It blocks, and returns ctx.Err() when ctx ends, or the
+// error s.Run or gRPC failed with. It closes l.
+//
+// When ctx ends, Serve drains:
+//  1. the health service says NOT_SERVING, for good, and new streams are
+//     refused (codes.Unavailable);
+//  2. l is closed and every connection is sent an HTTP/2 GOAWAY, so that
+//     clients open nothing more here;
+//  3. every Watch and GetCurrentLeader stream ends with codes.Unavailable
+//     ("shutting down; try another"), which moves clients that know other
+//     replicas to them: a Watch never ends on its own;
+//  4. open RPCs (GetNodes calls, statuses on their way) get
+//     Config.DrainTimeout to end, and whatever is left is then closed.
 func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerOption) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
 	if s.cfg.TLS != nil {
 		s.warnValidity()
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS.Config())))
 	}
 	gs := grpc.NewServer(opts...)
 	s.Register(gs)
+	reflection.Register(gs)
+	cl := newListener(l, s.log)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { s.reloads(ctx) })
+	wg.Go(func() { s.reloads(runCtx) })
 	errc := make(chan error, 2)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		errc <- s.Run(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		if err := gs.Serve(l); err != nil {
+	wg.Go(func() { errc <- s.Run(runCtx) })
+	wg.Go(func() {
+		if err := gs.Serve(cl); err != nil {
 			errc <- fmt.Errorf("serve: %w", err)
 		}
-	}()
+	})
 
 	var err error
 	select {
@@ -696,21 +810,44 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerO
 		err = ctx.Err()
 	case err = <-errc:
 	}
-	cancel()
-	// Run has ended (or is ending) every Watch stream; let gRPC finish
-	// them, then close what is left.
+	s.drain()
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
 		close(stopped)
 	}()
+	// GracefulStop closes the listener before it sends GOAWAY: once it
+	// is closed, a client that is told to go elsewhere cannot come back.
+	select {
+	case <-cl.closed:
+	case <-stopped:
+	}
+	stopRun() // Run ends every Watch stream
+	timeout := cmp.Or(s.cfg.DrainTimeout, DefaultDrainTimeout)
+	begun := time.Now()
 	select {
 	case <-stopped:
-	case <-time.After(stopGrace):
+		s.log.Info("drained", "took", time.Since(begun).Round(time.Millisecond))
+	case <-time.After(timeout):
+		s.log.Warn("drain timeout: closing the connections left", "drain_timeout", timeout)
 		gs.Stop()
 		<-stopped
 	}
 	return err
+}
+
+// drain marks s as shutting down: new streams are refused, and the health
+// service says NOT_SERVING from now on.
+func (s *Server) drain() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return
+	}
+	s.draining = true
+	s.health.Shutdown()
+	s.m.setCurrent(false)
+	s.log.Info("draining: NOT_SERVING, refusing new streams, sending GOAWAY and ending Watch streams", "streams", len(s.subs))
 }
 
 // reloads reads the TLS files again on every request, until ctx ends.
@@ -729,30 +866,30 @@ func (s *Server) reloads(ctx context.Context) {
 func (s *Server) reloadTLS() {
 	t := s.cfg.TLS
 	if t == nil {
-		s.logf("reload requested: serving plaintext, nothing to reload")
+		s.log.Info("reload requested: serving plaintext, nothing to reload")
 		return
 	}
 	leaf, err := t.Reload()
 	if err != nil {
-		s.logf("reload failed, keeping the certificate %s: %v", describeCert(t.Leaf()), err)
+		s.log.Error("reload failed, keeping the certificate", append(certAttrs(t.Leaf()), "error", err)...)
 		return
 	}
-	files := t.Cert.Path + " (key " + t.Key.Path
+	files := []any{"cert_file", t.Cert.Path, "key_file", t.Key.Path}
 	if t.ClientCA.Path != "" {
-		files += ", client CAs " + t.ClientCA.Path
+		files = append(files, "client_ca_file", t.ClientCA.Path)
 	}
-	s.logf("reloaded certificate %s): %s", files, describeCert(leaf))
+	s.log.Info("reloaded certificate", append(files, certAttrs(leaf)...)...)
 	s.warnValidity()
 }
 
 // warnValidity warns when clients would refuse the certificate served.
 func (s *Server) warnValidity() {
 	if p := dial.ValidityProblem(s.cfg.TLS.Leaf(), time.Now()); p != "" {
-		s.logf("warning: %s: %s; clients will refuse it", s.cfg.TLS.Cert, p)
+		s.log.Warn(fmt.Sprintf("%s: %s; clients will refuse it", s.cfg.TLS.Cert, p))
 	}
 }
 
-// describeCert names a certificate in a log line.
-func describeCert(c *x509.Certificate) string {
-	return fmt.Sprintf("%q, serial %s, expires %s", c.Subject.String(), c.SerialNumber, c.NotAfter.UTC().Format(time.RFC3339))
+// certAttrs name a certificate in a log line.
+func certAttrs(c *x509.Certificate) []any {
+	return []any{"subject", c.Subject.String(), "serial", c.SerialNumber.String(), "expires", c.NotAfter.UTC().Format(time.RFC3339)}
 }

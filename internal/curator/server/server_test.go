@@ -320,7 +320,7 @@ func TestServerEtcdResync(t *testing.T) {
 	st.Put(curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3"))
 	proxy := etcdtest.NewProxy(t, st.URL)
 	lg := curatortest.NewLogs(t)
-	s := startServer(t, Config{Etcd: etcdtest.Client(t, proxy.Endpoint), Logf: lg.Logf, MaxBackoff: 200 * time.Millisecond})
+	s := startServer(t, Config{Etcd: etcdtest.Client(t, proxy.Endpoint), Log: lg.Logger(), MaxBackoff: 200 * time.Millisecond})
 	g := curatortest.ServeGRPC(t, "", s)
 	w := curatortest.Watch(t, curatortest.Dial(t, g.Addr), curatortest.NodesReq())
 	diffEvent(t, nodesEvent(last, curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", up, "3")), w.Next())

@@ -1,0 +1,7 @@
+//go:build tools
+
+// Package tools pins the tools the tests build (go build in this
+// directory): see go.mod.
+package tools
+
+import _ "github.com/fullstorydev/grpcurl/cmd/grpcurl"
