@@ -59,6 +59,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
 	$(GO) test -run '^$$' -fuzz '^FuzzNodeJSON$$' -fuzztime $(FUZZTIME) ./internal/curator
+	$(GO) test -run '^$$' -fuzz '^FuzzObjectOfWire$$' -fuzztime $(FUZZTIME) ./internal/curator
+	$(GO) test -run '^$$' -fuzz '^FuzzWireEvent$$' -fuzztime $(FUZZTIME) ./internal/curator/client
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime $(FUZZTIME) ./internal/jsondoc

@@ -3,7 +3,8 @@
 // versionpb, generated from third_party/proto/), the facts of the wire (DefaultPort,
 // MaxEventSize), node records as `serve` reads them from etcd
 // (DefaultPrefix, DecodeRecord, EncodeRecord), the printed form of a node
-// (Object) and what a person reads of it (Summary), and the owner
+// (Object; ObjectOfWire, straight from its binary encoding) and what a
+// person reads of it (Summary), and the owner
 // credentials metroctl keeps (AddMetroctl, DefaultMetroctlDir; read with
 // dial's PEM loader). The
 // certificate check a Metropolis client needs is dial.CuratorTLS: dial

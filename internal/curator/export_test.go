@@ -13,3 +13,6 @@ const (
 	MinTimestampSeconds = minTimestampSeconds
 	MaxTimestampSeconds = maxTimestampSeconds
 )
+
+// AppendNodeWire is appendNodeWire.
+func AppendNodeWire(b, wire []byte) ([]byte, string, bool) { return appendNodeWire(b, wire) }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
@@ -80,37 +78,6 @@ func appendNode(b []byte, n *apipb.Node) (_ []byte, ok bool) {
 	return append(b, '}'), ok
 }
 
-// nodeSizeHint is about the length of n's JSON, most often a little more,
-// so that the buffer is allocated once.
-func nodeSizeHint(n *apipb.Node) int {
-	size := 64 + len(n.GetId())
-	if s := n.GetStatus(); s != nil {
-		size += 96 + len(s.ExternalAddress) + len(s.BootId)*4/3
-		if v := s.Version; v != nil {
-			size += 160 + len(v.GetGitInformation().GetCommitHash())
-		}
-	}
-	if r := n.GetRoles(); r != nil {
-		size += 96
-		if c := r.ConsensusMember; c != nil {
-			size += 80 + (len(c.CaCertificate)+len(c.PeerCertificate)+len(c.InitialCrl))*4/3
-			for _, p := range c.Peers {
-				size += 24 + len(p.GetName()) + len(p.GetUrl())
-			}
-		}
-	}
-	if c := n.GetClusternet(); c != nil {
-		size += 48 + len(c.WireguardPubkey)
-		for _, p := range c.Prefixes {
-			size += 12 + len(p.GetCidr())
-		}
-	}
-	for _, p := range n.GetLabels().GetPairs() {
-		size += 28 + len(p.GetKey()) + len(p.GetValue())
-	}
-	return size
-}
-
 // appendName starts a member: a comma unless it is the object's first,
 // then quoted, its name in quotes (a proto name, which needs no escaping)
 // and a colon.
@@ -124,21 +91,18 @@ func appendName(b []byte, quoted string) []byte {
 // appendString appends s as protojson quotes it; ok turns false if s is
 // not valid UTF-8.
 func appendString(b []byte, s string, ok bool) ([]byte, bool) {
+	return appendQuoted(b, s), ok && utf8.ValidString(s)
+}
+
+// appendQuoted appends s in quotes, with ", \ and control characters
+// escaped as protojson escapes them, every other byte as it is.
+func appendQuoted[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				ok = false
-			}
-			i += size
-			continue
-		}
 		if c >= ' ' && c != '"' && c != '\\' {
-			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -158,11 +122,10 @@ func appendString(b []byte, s string, ok bool) ([]byte, bool) {
 		default:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
-		i++
-		start = i
+		start = i + 1
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"'), ok
+	return append(b, '"')
 }
 
 // appendStringField appends the member quoted: s, if s is set.
@@ -268,7 +231,7 @@ func appendStatus(b []byte, s *commonpb.NodeStatus, ok bool) ([]byte, bool) {
 	b, ok = appendStringField(b, `"external_address":`, s.ExternalAddress, ok)
 	if s.Timestamp != nil {
 		b = appendName(b, `"timestamp":`)
-		b, ok = appendTimestamp(b, s.Timestamp, ok)
+		b, ok = appendTimestamp(b, s.Timestamp.GetSeconds(), s.Timestamp.GetNanos(), ok)
 	}
 	if s.RunningCurator != nil {
 		b = append(appendName(b, `"running_curator":`), '{')
@@ -333,11 +296,10 @@ func appendLabels(b []byte, l *commonpb.NodeLabels, ok bool) ([]byte, bool) {
 	return append(b, '}'), ok
 }
 
-// appendTimestamp appends t as protojson writes a
-// google.protobuf.Timestamp: "2006-01-02T15:04:05Z", with 3, 6 or 9
+// appendTimestamp appends the google.protobuf.Timestamp of secs and nanos
+// as protojson writes it: "2006-01-02T15:04:05Z", with 3, 6 or 9
 // fractional digits if the nanos need them.
-func appendTimestamp(b []byte, t *timestamppb.Timestamp, ok bool) ([]byte, bool) {
-	secs, nanos := t.GetSeconds(), t.GetNanos()
+func appendTimestamp(b []byte, secs int64, nanos int32, ok bool) ([]byte, bool) {
 	if secs < minTimestampSeconds || secs > maxTimestampSeconds || nanos < 0 || nanos >= 1e9 {
 		return b, false
 	}

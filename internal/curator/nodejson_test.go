@@ -146,7 +146,7 @@ func TestNodeJSON(t *testing.T) {
 
 // nodeJSONSeeds is how many random nodes TestNodeJSONModel checks;
 // NODEWATCH_NODEJSON_SEEDS=N checks N, NODEWATCH_NODEJSON_SEED=S only seed S.
-const nodeJSONSeeds = 20000
+const nodeJSONSeeds = 5000
 
 // TestNodeJSONModel checks the hand-written encoder against protojson on
 // random nodes. The nodes are made by reflection from the descriptors,
@@ -449,6 +449,32 @@ func BenchmarkObject(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := curator.Object(n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(size))
+		})
+		wire, err := proto.Marshal(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/Unmarshal+Object", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m := &apipb.Node{}
+				if err := proto.Unmarshal(wire, m); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := curator.Object(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(size))
+		})
+		b.Run(name+"/ObjectOfWire", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := curator.ObjectOfWire(wire); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -53,11 +53,18 @@ func DecodeRecord(id string, value []byte) (*apipb.Node, error) {
 // as protojson writes it; a node protojson refuses (a string of invalid
 // UTF-8, a timestamp out of range) is handed to protojson for its error.
 func EncodeRecord(n *apipb.Node) ([]byte, error) {
-	if b, ok := appendNode(make([]byte, 0, nodeSizeHint(n)), n); ok {
-		return b, nil
+	var scratch [scratchSize]byte
+	if b, ok := appendNode(scratch[:0], n); ok {
+		return bytes.Clone(b), nil
 	}
 	return encodeProtojson(n)
 }
+
+// scratchSize is the room on the stack in which EncodeRecord and
+// ObjectOfWire write a node, whose bytes they then copy to a buffer of
+// their size: one allocation, and no room left unused in a node that a
+// listing keeps.
+const scratchSize = 2048
 
 // encodeProtojson is EncodeRecord by protojson, the model the hand-written
 // encoder follows.

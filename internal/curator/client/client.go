@@ -369,7 +369,7 @@ func (r *clientRun) watch(ctx context.Context, target string) (leader string, er
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stream, err := apipb.NewCuratorClient(conn).Watch(sctx, r.c.request())
+	stream, err := watchWire(sctx, conn, r.c.request())
 	if err == nil {
 		var est atomic.Bool
 		var wg sync.WaitGroup
@@ -511,57 +511,70 @@ func probe(ctx context.Context, conn *grpc.ClientConn) error {
 // backlog's events are turned into changes on as many goroutines as there
 // are Ps (converting a node to its JSON is most of a listing's CPU), and
 // merged in the order they came once the backlog is complete.
-func (r *clientRun) recvNodes(stream apipb.Curator_WatchClient, est *atomic.Bool, heard *atomic.Int64) error {
+func (r *clientRun) recvNodes(stream watchStream, est *atomic.Bool, heard *atomic.Int64) error {
 	var backlog *backlogConverter // nil once handed over
 	defer func() {
 		if backlog != nil {
 			backlog.wait()
 		}
 	}()
-	backlog = newBacklogConverter(r)
+	backlog = newBacklogConverter(r, est)
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
 			return recvError(err)
 		}
 		heard.Store(time.Now().UnixNano())
-		r.establish(est)
 		if backlog == nil {
-			if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+			if ev.progress == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
 				r.c.logf("curator sent a second PROGRESS_LAST_BACKLOGGED on one stream; taking its event as a change")
 			}
-			if changes := r.changes(ev, ""); len(changes) > 0 {
+			changes, err := r.changes(ev, "")
+			if err != nil {
+				return err
+			}
+			r.establish(est)
+			if len(changes) > 0 {
 				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
 			}
 			continue
 		}
-		if len(ev.GetNodeTombstones()) > 0 {
-			r.c.logf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.GetNodeTombstones()))
+		if err := backlog.failed(); err != nil {
+			return err
+		}
+		if len(ev.tombstones) > 0 {
+			r.c.logf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.tombstones))
 		}
 		backlog.add(ev)
-		if ev.GetProgress() == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
-			r.putFull(backlog.wait())
+		if ev.progress == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
+			latest, err := backlog.wait()
 			backlog = nil
+			if err != nil {
+				return err
+			}
+			r.putFull(latest)
 		}
 	}
 }
 
 // backlogConverter turns a backlog's events into changes, GOMAXPROCS at a
-// time.
+// time; an event converted establishes the stream (est).
 type backlogConverter struct {
 	r       *clientRun
+	est     *atomic.Bool
 	sem     chan struct{}
 	wg      sync.WaitGroup
-	results []*[]nodeset.Change // by event, in the order received
-	nodes   atomic.Int64        // converted so far
+	results []*[]nodeset.Change   // by event, in the order received
+	nodes   atomic.Int64          // converted so far
+	err     atomic.Pointer[error] // the first event that failed to convert
 }
 
-func newBacklogConverter(r *clientRun) *backlogConverter {
-	return &backlogConverter{r: r, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
+func newBacklogConverter(r *clientRun, est *atomic.Bool) *backlogConverter {
+	return &backlogConverter{r: r, est: est, sem: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
 // add converts ev in the background.
-func (b *backlogConverter) add(ev *apipb.WatchEvent) {
+func (b *backlogConverter) add(ev *wireEvent) {
 	slot := new([]nodeset.Change)
 	b.results = append(b.results, slot)
 	b.sem <- struct{}{}
@@ -569,28 +582,45 @@ func (b *backlogConverter) add(ev *apipb.WatchEvent) {
 	go func() {
 		defer b.wg.Done()
 		defer func() { <-b.sem }()
-		changes := b.r.changes(ev, "")
+		changes, err := b.r.changes(ev, "")
+		if err != nil {
+			b.err.CompareAndSwap(nil, &err)
+			return
+		}
 		*slot = changes // read after wg.Wait
+		b.r.establish(b.est)
 		nodeset.ReportListed(b.r.out, int(b.nodes.Add(int64(len(changes)))))
 	}()
 }
 
+// failed returns the error of an event that failed to convert so far, if
+// one did.
+func (b *backlogConverter) failed() error {
+	if err := b.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // wait returns the latest change of each id, once every event is
-// converted.
-func (b *backlogConverter) wait() map[string]nodeset.Change {
+// converted, or the error of an event that failed to convert.
+func (b *backlogConverter) wait() (map[string]nodeset.Change, error) {
 	b.wg.Wait()
+	if err := b.failed(); err != nil {
+		return nil, err
+	}
 	latest := map[string]nodeset.Change{}
 	for _, changes := range b.results {
 		for _, c := range *changes {
 			latest[c.ID] = c
 		}
 	}
-	return latest
+	return latest, nil
 }
 
 // recvNode follows a node_in_cluster stream until it breaks; see Client
 // for how its first batch is decided.
-func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool, heard *atomic.Int64) error {
+func (r *clientRun) recvNode(stream watchStream, est *atomic.Bool, heard *atomic.Int64) error {
 	var (
 		// mu orders the settle timer's batch with the stream's, and
 		// guards first and over.
@@ -620,7 +650,10 @@ func (r *clientRun) recvNode(stream apipb.Curator_WatchClient, est *atomic.Bool,
 			return recvError(err)
 		}
 		heard.Store(time.Now().UnixNano())
-		changes := r.changes(ev, r.c.NodeID)
+		changes, err := r.changes(ev, r.c.NodeID)
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		if first {
 			first = false
@@ -691,30 +724,31 @@ func (r *clientRun) putFull(latest map[string]nodeset.Change) {
 }
 
 // changes turns ev into changes, nodes first, then tombstones; only those
-// of node only, unless only is "".
-func (r *clientRun) changes(ev *apipb.WatchEvent, only string) []nodeset.Change {
-	out := make([]nodeset.Change, 0, len(ev.GetNodes())+len(ev.GetNodeTombstones()))
-	for _, n := range ev.GetNodes() {
-		id := n.GetId()
+// of node only, unless only is "". It fails if a node is not a Node
+// message, which fails the event as a whole (as unmarshalling it did).
+func (r *clientRun) changes(ev *wireEvent, only string) ([]nodeset.Change, error) {
+	out := make([]nodeset.Change, 0, len(ev.nodes)+len(ev.tombstones))
+	for _, node := range ev.nodes {
+		id, obj, err := curator.ObjectOfWire(node)
 		switch {
+		case errors.Is(err, curator.ErrNodeWire):
+			return nil, status.Error(codes.Internal, err.Error())
 		case id == "":
 			r.c.logf("skipping a node without id")
 			continue
 		case only != "" && id != only:
 			r.c.logf("skipping node %q: watching %q", id, only)
 			continue
-		}
-		obj, err := curator.Object(n)
-		if err != nil {
+		case err != nil:
 			r.c.logf("skipping node %q: %v", id, err)
 			continue
 		}
 		out = append(out, nodeset.Change{ID: id, Object: obj})
 	}
-	for _, t := range ev.GetNodeTombstones() {
+	for _, t := range ev.tombstones {
 		if id := t.GetNodeId(); id != "" && (only == "" || id == only) {
 			out = append(out, nodeset.Change{ID: id, Deleted: true})
 		}
 	}
-	return out
+	return out, nil
 }
