@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -19,6 +20,8 @@ import (
 // is the model: its views after each batch are the views the source
 // really had. After every batch the reader gets, its view must be one of
 // them, never an older one than before; at the end it must be the last.
+// In some cases the reader gets the initial listing directly, and the
+// queue starts from its ids (NewFrom), as serve's streams do.
 
 // modelSeeds is how many random cases `go test` runs: seeds 0 to
 // modelSeeds-1. NODEWATCH_MODEL_SEEDS=N runs N instead, NODEWATCH_MODEL_SEED=S
@@ -69,8 +72,12 @@ type modelCase struct {
 	rng       *rand.Rand
 	ids       []string
 	maxQueued int
-	filter    func(string, any) (bool, error)
-	equals    func(string, any, any) (bool, error)
+	// from: the queue is NewFrom's, rebasing after rebaseAt ids (0: the
+	// default).
+	from     bool
+	rebaseAt int
+	filter   func(string, any) (bool, error)
+	equals   func(string, any, any) (bool, error)
 	// source is the source's state, a bad record keeping the last good
 	// state (or the absence) of its id.
 	source map[string]int
@@ -84,6 +91,9 @@ func runModel(seed uint64, steps int) error {
 		m.ids = append(m.ids, string(rune('a'+i)))
 	}
 	readP := []float64{0.02, 0.1, 0.3, 0.6, 0.9}[rng.IntN(5)]
+	if rng.IntN(3) == 0 {
+		m.from, m.rebaseAt = true, rng.IntN(4)
+	}
 	if rng.IntN(2) == 0 {
 		m.filter = func(_ string, o any) (bool, error) { return o.(int)%3 != 0, nil }
 	}
@@ -92,8 +102,8 @@ func runModel(seed uint64, steps int) error {
 	}
 	err := m.run(steps, readP)
 	if err != nil {
-		return fmt.Errorf("%w\nids %v, MaxQueued %d, filter %v, equals %v, read chance %v; trace:\n%s",
-			err, m.ids, m.maxQueued, m.filter != nil, m.equals != nil, readP, joinLines(m.trace))
+		return fmt.Errorf("%w\nids %v, MaxQueued %d, from %v (rebase at %d), filter %v, equals %v, read chance %v; trace:\n%s",
+			err, m.ids, m.maxQueued, m.from, m.rebaseAt, m.filter != nil, m.equals != nil, readP, joinLines(m.trace))
 	}
 	return nil
 }
@@ -105,6 +115,28 @@ func (m *modelCase) run(steps int, readP float64) error {
 	views := []map[string]any{{}} // views[j]: the direct follower's view after j batches
 	matched := 0                  // the view the reader was last found at
 	handed := 0
+	if m.from {
+		// The reader gets the initial listing directly; the queue
+		// starts from the ids it then has.
+		b := m.nextBatch(true)
+		m.logf("initial, read directly: %s", fmtBatch(b))
+		for _, f := range []*nodeset.Follower{direct, through} {
+			if err := f.Apply(b, func(nodeset.Event) error { return nil }); err != nil {
+				return err
+			}
+		}
+		views = append(views, snapshot(direct.Set()))
+		matched, handed = 1, 1
+		var ids []string // what the queue would have handed over
+		for _, c := range b.Changes {
+			if !c.Undecodable {
+				ids = append(ids, c.ID)
+			}
+		}
+		slices.Sort(ids)
+		q = NewFrom(m.maxQueued, ids)
+		q.rebaseAt = m.rebaseAt
+	}
 	empty, cancel := context.WithCancel(context.Background())
 	cancel() // Next with a done context returns at once when nothing is queued
 

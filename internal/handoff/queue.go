@@ -21,11 +21,13 @@
 // reader: it remembers which ids it has handed over as present (the
 // reader's view, ids only), so it knows which deletions are news to the
 // reader and which are not. Everything the reader applies must come
-// through Next, the first full state included.
+// through Next, the first full state included, unless the queue was made
+// by NewFrom with the ids of what the reader applied before.
 package handoff
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -64,11 +66,16 @@ type Queue struct {
 	mu      sync.Mutex // guards the fields below
 	full    *pending   // an unread full batch, the oldest thing queued; nil if none
 	changes []*pending // unread change batches after full, oldest first
-	// handed holds the ids the reader has as present after the batches
-	// Next returned so far.
+	// The ids the reader has as present after the batches Next returned
+	// so far: those in handed, and those in base that are not in gone.
+	// base is NewFrom's (nil after New, and once rebased).
 	handed map[string]struct{}
-	closed bool
-	err    error
+	base   []string
+	gone   map[string]struct{}
+	// rebaseAt, if set, replaces what rebaseAfter says (a test hook).
+	rebaseAt int
+	closed   bool
+	err      error
 
 	// OnMerge, if set, is told how many queued changes a merge replaced:
 	// changes the reader will never get, because a later change of the
@@ -79,6 +86,14 @@ type Queue struct {
 
 // pending is a queued batch, possibly several merged.
 type pending struct {
+	// list is the changes of one change batch as it came (a copy), when
+	// it holds each id once and few of them: most batches are read before
+	// another merges into them, and a list costs less than a map (serve
+	// puts every change into every stream's queue). Otherwise, and once
+	// merged into, changes holds them, and list is nil. Next hands the
+	// list itself to the reader.
+	list    []nodeset.Change
+	one     [1]nodeset.Change // list's array when it holds one change
 	changes map[string]nodeset.Change
 	cause   nodeset.Cause
 	synced  bool
@@ -101,6 +116,82 @@ func New(maxQueued int) *Queue {
 	}
 }
 
+// NewFrom is New for a reader that already has the ids in base, in
+// order, by other means than this queue: serve sends every stream that
+// starts at the same state the same encoded backlog, and starts its queue
+// from that backlog's ids, shared by all of them. The queue never modifies
+// base, and must be the only way to the reader from then on. It keeps a
+// reference to base until as many ids have come and gone since as base
+// holds, and then a set of its own, as New's queue does.
+func NewFrom(maxQueued int, base []string) *Queue {
+	q := New(maxQueued)
+	q.base = base
+	q.gone = map[string]struct{}{}
+	return q
+}
+
+// has reports whether the reader has id as present; q.mu must be held.
+func (q *Queue) has(id string) bool {
+	if _, ok := q.handed[id]; ok {
+		return true
+	}
+	if q.base == nil {
+		return false
+	}
+	if _, ok := q.gone[id]; ok {
+		return false
+	}
+	_, ok := slices.BinarySearch(q.base, id)
+	return ok
+}
+
+// hand records that the reader has id as present (present) or not;
+// q.mu must be held.
+func (q *Queue) hand(id string, present bool) {
+	if q.base == nil {
+		if present {
+			q.handed[id] = struct{}{}
+		} else {
+			delete(q.handed, id)
+		}
+		return
+	}
+	if _, inBase := slices.BinarySearch(q.base, id); inBase {
+		if present {
+			delete(q.gone, id)
+		} else {
+			q.gone[id] = struct{}{}
+		}
+	} else if present {
+		q.handed[id] = struct{}{}
+	} else {
+		delete(q.handed, id)
+	}
+	if len(q.handed)+len(q.gone) > q.rebaseAfter() {
+		q.rebase()
+	}
+}
+
+// rebaseAfter is how many ids may differ from base before the queue
+// keeps a set of its own.
+func (q *Queue) rebaseAfter() int {
+	if q.rebaseAt > 0 {
+		return q.rebaseAt
+	}
+	return 64 + len(q.base)
+}
+
+// rebase copies what the reader has into handed and lets go of base;
+// q.mu must be held.
+func (q *Queue) rebase() {
+	for _, id := range q.base {
+		if _, ok := q.gone[id]; !ok {
+			q.handed[id] = struct{}{}
+		}
+	}
+	q.base, q.gone = nil, nil
+}
+
 var _ nodeset.Sink = (*Queue)(nil)
 
 // Put hands b to the reader. It never blocks. Put after Close is a no-op.
@@ -114,11 +205,12 @@ func (q *Queue) Put(b nodeset.Batch) {
 	case b.Full():
 		q.putFull(b)
 	case len(q.changes) < q.maxQueued:
-		p := &pending{changes: make(map[string]nodeset.Change, len(b.Changes)), cause: b.Cause}
+		p := &pending{cause: b.Cause}
 		p.add(b, nil)
 		q.changes = append(q.changes, p)
 	default:
 		into := q.changes[0]
+		into.toMap()
 		merged := 0
 		for _, p := range q.changes[1:] {
 			merged += into.merge(p, q.forgettable)
@@ -173,7 +265,7 @@ func (q *Queue) putFull(b nodeset.Batch) {
 // Undecodable (a deletion included), and whether there is one.
 func (q *Queue) lastQueued(id string) (nodeset.Change, bool) {
 	for i := len(q.changes) - 1; i >= 0; i-- {
-		if c, ok := q.changes[i].changes[id]; ok && !c.Undecodable {
+		if c, ok := q.changes[i].get(id); ok && !c.Undecodable {
 			return c, true
 		}
 	}
@@ -203,15 +295,26 @@ func (q *Queue) forgettable(id string) bool {
 			return false
 		}
 	}
-	_, had := q.handed[id]
-	return !had
+	return !q.has(id)
 }
+
+// maxList is the most changes a pending keeps as a list.
+const maxList = 16
 
 // add merges the later batch b into p, and returns the number of
 // changes queued in p that its changes replaced; see put for forget.
 func (p *pending) add(b nodeset.Batch, forget func(id string) bool) (merged int) {
-	for _, c := range b.Changes {
-		merged += p.put(c, forget)
+	switch {
+	case p.changes != nil || p.list != nil || forget != nil || !distinct(b.Changes):
+		p.toMap()
+		for _, c := range b.Changes {
+			merged += p.put(c, forget)
+		}
+	case len(b.Changes) == 1:
+		p.one[0] = b.Changes[0]
+		p.list = p.one[:]
+	default:
+		p.list = slices.Clone(b.Changes)
 	}
 	p.synced = p.synced || b.Synced
 	p.rev = max(p.rev, b.Rev)
@@ -219,12 +322,74 @@ func (p *pending) add(b nodeset.Batch, forget func(id string) bool) (merged int)
 	return merged
 }
 
+// distinct reports whether cs holds each id once and is short enough
+// for a list.
+func distinct(cs []nodeset.Change) bool {
+	if len(cs) > maxList {
+		return false
+	}
+	for i := range cs {
+		for j := i + 1; j < len(cs); j++ {
+			if cs[i].ID == cs[j].ID {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// toMap moves p's list into its map.
+func (p *pending) toMap() {
+	if p.changes != nil {
+		return
+	}
+	p.changes = make(map[string]nodeset.Change, len(p.list))
+	for _, c := range p.list {
+		p.changes[c.ID] = c
+	}
+	p.list, p.one = nil, [1]nodeset.Change{}
+}
+
+// len returns the number of changes p holds.
+func (p *pending) len() int {
+	if p.changes != nil {
+		return len(p.changes)
+	}
+	return len(p.list)
+}
+
+// each calls fn with every change p holds, one per id.
+func (p *pending) each(fn func(nodeset.Change)) {
+	if p.changes != nil {
+		for _, c := range p.changes {
+			fn(c)
+		}
+		return
+	}
+	for _, c := range p.list {
+		fn(c)
+	}
+}
+
+// get returns p's change of id, and whether it holds one.
+func (p *pending) get(id string) (nodeset.Change, bool) {
+	if p.changes != nil {
+		c, ok := p.changes[id]
+		return c, ok
+	}
+	for _, c := range p.list {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return nodeset.Change{}, false
+}
+
 // merge merges the later queued batch o into p, and returns the number
 // of changes queued in p that o's changes replaced; see put for forget.
 func (p *pending) merge(o *pending, forget func(id string) bool) (merged int) {
-	for _, c := range o.changes {
-		merged += p.put(c, forget)
-	}
+	p.toMap()
+	o.each(func(c nodeset.Change) { merged += p.put(c, forget) })
 	p.synced = p.synced || o.synced
 	p.rev = max(p.rev, o.rev)
 	p.confirmed = p.confirmed || o.confirmed
@@ -278,9 +443,15 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 		q.mu.Lock()
 		if p := q.pop(); p != nil {
 			q.mu.Unlock()
-			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: make([]nodeset.Change, 0, len(p.changes))}
-			for _, c := range p.changes {
-				b.Changes = append(b.Changes, c)
+			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: p.list}
+			switch {
+			case b.Changes == nil && p.changes == nil:
+				b.Changes = []nodeset.Change{}
+			case p.changes != nil:
+				b.Changes = make([]nodeset.Change, 0, len(p.changes))
+				for _, c := range p.changes {
+					b.Changes = append(b.Changes, c)
+				}
 			}
 			return b, nil
 		}
@@ -304,11 +475,11 @@ func (q *Queue) pop() *pending {
 		q.full = nil
 		next := make(map[string]struct{}, len(p.changes))
 		for id, c := range p.changes {
-			if _, had := q.handed[id]; had || !c.Undecodable {
+			if !c.Undecodable || q.has(id) {
 				next[id] = struct{}{}
 			}
 		}
-		q.handed = next
+		q.handed, q.base, q.gone = next, nil, nil
 		return p
 	}
 	if len(q.changes) == 0 {
@@ -317,14 +488,14 @@ func (q *Queue) pop() *pending {
 	p := q.changes[0]
 	q.changes[0] = nil
 	q.changes = q.changes[1:]
-	for id, c := range p.changes {
+	p.each(func(c nodeset.Change) {
 		switch {
 		case c.Deleted:
-			delete(q.handed, id)
+			q.hand(c.ID, false)
 		case !c.Undecodable:
-			q.handed[id] = struct{}{}
+			q.hand(c.ID, true)
 		}
-	}
+	})
 	return p
 }
 
@@ -337,7 +508,7 @@ func (q *Queue) queued() (batches, changes int) {
 	}
 	for _, p := range q.changes {
 		batches++
-		changes += len(p.changes)
+		changes += p.len()
 	}
 	return batches, changes
 }

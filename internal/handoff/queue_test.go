@@ -277,3 +277,32 @@ func TestQueueCountsMerges(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueFrom: a queue made by NewFrom knows the reader has the ids of
+// base: a deletion of one of them is news even when merged, a node made
+// and deleted while merging is not, and base is left as it was.
+func TestQueueFrom(t *testing.T) {
+	chg := func(c ...nodeset.Change) nodeset.Batch {
+		return nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: c}
+	}
+	base := []string{"a", "b"}
+	q := NewFrom(2, base)
+	q.Put(chg(nodeset.Change{ID: "c", Object: 1}))
+	q.Put(chg(nodeset.Change{ID: "c", Deleted: true}, nodeset.Change{ID: "a", Deleted: true}))
+	q.Put(chg(nodeset.Change{ID: "b", Object: 2})) // merges the three
+	want := []nodeset.Batch{chg(nodeset.Change{ID: "a", Deleted: true}, nodeset.Change{ID: "b", Object: 2})}
+	if diff := cmp.Diff(want, drain(t, q)); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+	// The reader has b now, not a: a deletion of b is news, of a not.
+	q.Put(chg(nodeset.Change{ID: "d", Object: 3}))
+	q.Put(chg(nodeset.Change{ID: "a", Deleted: true}))
+	q.Put(chg(nodeset.Change{ID: "b", Deleted: true}))
+	want = []nodeset.Batch{chg(nodeset.Change{ID: "b", Deleted: true}, nodeset.Change{ID: "d", Object: 3})}
+	if diff := cmp.Diff(want, drain(t, q)); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, base); diff != "" {
+		t.Errorf("base (-want +got):\n%s", diff)
+	}
+}

@@ -12,16 +12,20 @@ import (
 
 // Defaults for Limits, as `nodewatch serve` uses them.
 const (
-	// DefaultMaxStreams: a Watch stream costs a goroutine, a queue and up
-	// to a flow-control window (64 KiB) of unsent events, so a thousand
-	// cost tens of MiB at worst, which a server beside etcd can afford;
-	// that is also far more than a fleet's operators and tools open.
-	DefaultMaxStreams = 1024
-	// DefaultMaxStreamsPerConn is the lowest limit HTTP/2 recommends
-	// (RFC 9113, section 6.5.2): a tool that watches each of many nodes
-	// on their own stream over one connection keeps working, while one
-	// connection cannot take the whole of DefaultMaxStreams.
-	DefaultMaxStreamsPerConn = 100
+	// DefaultMaxStreams: an idle Watch stream costs about 12 KiB (its
+	// goroutine's stack, 8 KiB, and the state gRPC and its queue keep;
+	// BENCHMARKS.md, issue 24), since every stream is sent the same
+	// encoded backlog and change events, not copies of its own. 16,384
+	// streams cost about 200 MiB, which a server beside etcd can afford,
+	// with room beyond the 10,000 a replica is meant to serve.
+	DefaultMaxStreams = 16384
+	// DefaultMaxStreamsPerConn lets 10,000 streams share 10 connections
+	// (a proxy or a harness multiplexing its clients' streams), while one
+	// connection cannot take more than a sixteenth of DefaultMaxStreams.
+	// It is above the lowest limit HTTP/2 recommends, 100 (RFC 9113,
+	// section 6.5.2), so a tool that watches each of many nodes on its
+	// own stream over one connection keeps working.
+	DefaultMaxStreamsPerConn = 1024
 )
 
 // MaxRecvMsgSize is the largest request a Server accepts (gRPC's default

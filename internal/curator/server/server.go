@@ -22,6 +22,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,6 +31,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -148,6 +150,9 @@ type Server struct {
 	confirmedAt time.Time
 	nodes       *nodeset.Follower // *record objects
 	subs        map[*subscriber]struct{}
+	// backlog is what nodes_in_cluster streams that subscribe now start
+	// with; nil when the nodes changed since it was made (or none was).
+	backlog *backlog
 
 	// eventLimit, if set, replaces curator.MaxEventSize (a test hook).
 	eventLimit int
@@ -163,8 +168,15 @@ var (
 // it is sent, and the health the record carries besides (for GetNodes;
 // the Watch wire has none).
 type record struct {
-	wire   wireNode
+	wire   wireNode  // the end of field
+	field  fieldNode // wire as Watch sends it
 	health curator.Health
+}
+
+// newRecord returns the record of a node encoded as wire.
+func newRecord(wire wireNode, h curator.Health) *record {
+	field := appendNode(make([]byte, 0, nodeSize(wire)), wire)
+	return &record{wire: wireNode(field[len(field)-len(wire):]), field: field, health: h}
 }
 
 func (r *record) equal(o *record) bool {
@@ -178,6 +190,12 @@ func (r *record) equal(o *record) bool {
 // for every stream it is sent on.
 // It is what curator.EncodeRecordBinary makes of the Node.
 type wireNode []byte
+
+// fieldNode is a node as Watch sends it: a wireNode as field 1 (nodes) of
+// a WatchEvent, as appendNode makes it. An event of one node is exactly
+// these bytes, and a backlog event is a run of them; made once per node,
+// they are shared by every stream and never modified.
+type fieldNode []byte
 
 // Field numbers of WatchEvent, for events put together from wireNodes.
 const (
@@ -197,19 +215,37 @@ func appendNode(b []byte, n wireNode) []byte {
 func nodeSize(n wireNode) int { return protowire.SizeTag(fieldNodes) + protowire.SizeBytes(len(n)) }
 
 // event returns a WatchEvent whose nodes are the encoded nodes in raw (as
-// appendNode makes them): they travel as the message's unknown fields,
-// which proto.Marshal writes out as they are, and which a reader decodes
-// as the nodes field they are.
+// appendNode makes them), followed by the progress field in the last
+// event of a backlog: they travel as the message's unknown fields, which
+// proto.Marshal writes out as they are, and which a reader decodes as the
+// fields they are.
 func event(raw []byte) *apipb.WatchEvent {
 	ev := &apipb.WatchEvent{}
 	ev.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
 	return ev
 }
 
+// sharedEvent is an event made once and sent on many streams: the
+// WatchEvent event makes of raw, and the bytes codec sends of it (raw,
+// without a copy). gRPC's own codec marshals the WatchEvent. Nothing in
+// it is modified once made.
+type sharedEvent struct {
+	*apipb.WatchEvent
+	data mem.BufferSlice
+}
+
+// share returns the sharedEvent of raw.
+func share(raw []byte) *sharedEvent {
+	return &sharedEvent{WatchEvent: event(raw), data: mem.BufferSlice{mem.SliceBuffer(raw)}}
+}
+
 // subscriber is one Watch stream's view of the broadcast.
 type subscriber struct {
 	id string         // the node watched; "" for all
-	q  *handoff.Queue // *apipb.Node objects; closed when the server stops
+	q  *handoff.Queue // *sharedEvent objects; closed when the server stops
+	// backlog (nodes_in_cluster) is what the stream sends before what q
+	// holds; nil once sent.
+	backlog *backlog
 }
 
 // errStopped ends subscribers' queues when Run returns.
@@ -369,7 +405,7 @@ func (s *Server) run(ctx context.Context) error {
 				// The node is good; only what GetNodes adds is not.
 				s.log.Warn("record's health is taken as unknown", "key", string(kv.Key), "error", err)
 			}
-			return &record{wire: wire, health: h}, nil
+			return newRecord(wire, h), nil
 		},
 		Logf: func(format string, args ...any) {
 			s.log.Warn(fmt.Sprintf(format, args...), "component", "etcd")
@@ -422,7 +458,8 @@ func (s *Server) apply(b nodeset.Batch) error {
 			if ev.Type == nodeset.Updated && bytes.Equal(ev.Prev.(*record).wire, rec.wire) {
 				return nil // only its health changed, which Watch does not carry
 			}
-			changes = append(changes, nodeset.Change{ID: ev.ID, Object: rec.wire})
+			// One event for every stream.
+			changes = append(changes, nodeset.Change{ID: ev.ID, Object: share(rec.field)})
 		case nodeset.Deleted:
 			changes = append(changes, nodeset.Change{ID: ev.ID, Deleted: true})
 		}
@@ -448,6 +485,7 @@ func (s *Server) apply(b nodeset.Batch) error {
 	if len(changes) == 0 {
 		return nil
 	}
+	s.backlog = nil
 	for sub := range s.subs {
 		if sub.id == "" {
 			sub.q.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
@@ -481,9 +519,11 @@ func (s *Server) stop() {
 }
 
 // subscribe waits until the server has its initial state, then returns a
-// subscriber whose queue holds, as its first batch, the current nodes of
-// interest (all of them for id "", else the one node if it exists) and
-// receives every later change. The caller must unsubscribe it.
+// subscriber that receives every later change. For nodes_in_cluster (id
+// "") it starts with the backlog of the current nodes, which the stream
+// sends before what its queue holds; for node_in_cluster its queue holds,
+// as its first batch, the node if it exists. The caller must unsubscribe
+// it.
 func (s *Server) subscribe(ctx context.Context, st *stream, id string) (*subscriber, error) {
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
@@ -494,23 +534,31 @@ func (s *Server) subscribe(ctx context.Context, st *stream, id string) (*subscri
 		st.refused(s.m, reason, err)
 		return nil, err
 	}
-	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
 	if id == "" {
-		initial.Changes = make([]nodeset.Change, 0, s.nodes.Set().Len())
-		s.nodes.Set().Ascend(func(id string, obj any) bool {
-			initial.Changes = append(initial.Changes, nodeset.Change{ID: id, Object: obj.(*record).wire})
-			return true
-		})
-	} else if obj, ok := s.nodes.Set().Get(id); ok {
-		initial.Changes = []nodeset.Change{{ID: id, Object: obj.(*record).wire}}
+		if s.backlog == nil {
+			s.backlog = newBacklog(s.nodes.Set())
+		}
+		sub := &subscriber{q: handoff.NewFrom(0, s.backlog.ids), backlog: s.backlog}
+		s.countMerges(sub.q)
+		s.subs[sub] = struct{}{}
+		return sub, nil
+	}
+	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
+	if obj, ok := s.nodes.Set().Get(id); ok {
+		initial.Changes = []nodeset.Change{{ID: id, Object: share(obj.(*record).field)}}
 	}
 	sub := &subscriber{id: id, q: handoff.New(0)}
-	if s.m != nil {
-		sub.q.OnMerge = s.m.merged
-	}
+	s.countMerges(sub.q)
 	sub.q.Put(initial)
 	s.subs[sub] = struct{}{}
 	return sub, nil
+}
+
+// countMerges has q's merges counted in the metrics.
+func (s *Server) countMerges(q *handoff.Queue) {
+	if s.m != nil {
+		q.OnMerge = s.m.merged
+	}
 }
 
 // waitReady waits until the server has its initial state, or has
@@ -583,11 +631,17 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 	}
 	defer func() { st.closed(err) }()
 
+	if sub.backlog != nil {
+		if err := s.sendBacklog(srv, st, sub.backlog); err != nil {
+			return err
+		}
+		sub.backlog = nil
+	}
 	// known: the client has seen the node and not its deletion
 	// (node_in_cluster only; a tombstone for a node the client never saw
 	// would say nothing).
 	known := false
-	for first := true; ; first = false {
+	for first := id != ""; ; first = false {
 		b, err := sub.q.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -595,27 +649,25 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 			}
 			return status.Error(codes.Unavailable, err.Error())
 		}
-		slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
 		if b.Full() {
 			if !first {
 				// The wire has no way to say "this is everything now".
 				return status.Error(codes.Internal, "curator server: a full state after the backlog")
 			}
-			nodes := make([]wireNode, 0, len(b.Changes))
-			for _, c := range b.Changes {
-				nodes = append(nodes, c.Object.(wireNode))
+			if len(b.Changes) > 0 {
+				if err := s.send(srv, st, b.Changes[0].Object.(*sharedEvent)); err != nil {
+					return err
+				}
+				known = true
 			}
-			if err := s.sendInitial(srv, st, id, nodes); err != nil {
-				return err
-			}
-			known = len(nodes) > 0
 			continue
 		}
+		slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
 		for _, c := range b.Changes {
-			var ev *apipb.WatchEvent
+			var ev any
 			switch {
 			case !c.Deleted:
-				ev = event(appendNode(nil, c.Object.(wireNode)))
+				ev = c.Object.(*sharedEvent)
 				known = true
 			case id != "" && !known:
 				continue
@@ -630,18 +682,25 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 	}
 }
 
-// send sends ev on a Watch stream, and counts it.
-func (s *Server) send(srv apipb.Curator_WatchServer, st *stream, ev *apipb.WatchEvent) error {
-	if err := srv.Send(ev); err != nil {
+// send sends ev (a *sharedEvent, or a *apipb.WatchEvent of its own) on a
+// Watch stream, and counts it.
+func (s *Server) send(srv apipb.Curator_WatchServer, st *stream, ev any) error {
+	if err := srv.SendMsg(ev); err != nil {
 		return err
 	}
-	size := proto.Size(ev)
+	var we *apipb.WatchEvent
+	var size int
+	switch ev := ev.(type) {
+	case *sharedEvent:
+		we, size = ev.WatchEvent, ev.data.Len()
+	case *apipb.WatchEvent:
+		we, size = ev, proto.Size(ev)
+	}
 	st.events++
 	st.bytes += size
 	s.m.sent(size)
 	if st.debug {
-		st.log.Debug("event sent", "nodes", len(ev.GetNodes())+countNodes(ev), "tombstones", len(ev.GetNodeTombstones()),
-			"progress", ev.GetProgress().String(), "bytes", size)
+		st.log.Debug("event sent", "nodes", countNodes(we), "tombstones", len(we.GetNodeTombstones()), "bytes", size)
 	}
 	return nil
 }
@@ -663,63 +722,112 @@ func countNodes(ev *apipb.WatchEvent) int {
 	return n
 }
 
-// sendInitial sends what a stream starts with: for nodes_in_cluster (id
-// "") the backlog, for node_in_cluster the node if it exists.
-func (s *Server) sendInitial(srv apipb.Curator_WatchServer, st *stream, id string, nodes []wireNode) error {
-	if id != "" {
-		if len(nodes) == 0 {
-			return nil
-		}
-		return s.send(srv, st, event(appendNode(nil, nodes[0])))
-	}
+// sendBacklog sends a nodes_in_cluster stream its backlog: bl's events.
+func (s *Server) sendBacklog(srv apipb.Curator_WatchServer, st *stream, bl *backlog) error {
 	limit := curator.MaxEventSize
 	if s.eventLimit > 0 {
 		limit = s.eventLimit
 	}
-	return s.sendBacklog(srv, st, nodes, limit)
-}
-
-// sendBacklog sends nodes in events of at most limit bytes, the last one
-// (possibly holding no nodes) marked PROGRESS_LAST_BACKLOGGED.
-func (s *Server) sendBacklog(srv apipb.Curator_WatchServer, st *stream, nodes []wireNode, limit int) error {
-	// What the progress field costs: its tag and a one-byte enum value.
-	// Every event reserves it, so that the last one fits too.
-	const marker = 2
-	rest := 0 // what the nodes not yet in an event weigh
-	for _, n := range nodes {
-		rest += nodeSize(n)
-	}
-	unsent := len(nodes)
+	evs := bl.encoded(limit)
+	unsent := len(bl.nodes)
 	s.m.backlog(1, unsent)
 	defer func() { s.m.backlog(-1, -unsent) }()
+	for i, ev := range evs.events {
+		if err := s.send(srv, st, ev); err != nil {
+			return err
+		}
+		s.m.backlog(0, -evs.nodes[i])
+		unsent -= evs.nodes[i]
+	}
+	return nil
+}
+
+// backlog is the start of every nodes_in_cluster stream that subscribes
+// while the nodes are in one state: the events of its backlog, made once
+// and sent to each of them, and the ids of its nodes, from which each of
+// their queues starts (handoff.NewFrom). Nothing in it changes once made;
+// the server makes a new one once the nodes have changed.
+type backlog struct {
+	ids   []string    // in order
+	nodes []fieldNode // nodes[i] is ids[i]'s
+
+	mu sync.Mutex // guards events
+	// events are made by the first stream that sends them and shared by
+	// those that send them at the same time; once none of them holds
+	// them any more, the garbage collector may take them (and the next
+	// stream makes them again), so that an idle server does not keep a
+	// second copy of its nodes.
+	events weak.Pointer[backlogEvents]
+}
+
+// backlogEvents are the events of a backlog, and how many nodes each
+// holds.
+type backlogEvents struct {
+	events []*sharedEvent
+	nodes  []int
+}
+
+// newBacklog returns the backlog of the nodes in set (*record objects).
+func newBacklog(set *nodeset.Set) *backlog {
+	bl := &backlog{ids: make([]string, 0, set.Len()), nodes: make([]fieldNode, 0, set.Len())}
+	set.Ascend(func(id string, obj any) bool {
+		bl.ids = append(bl.ids, id)
+		bl.nodes = append(bl.nodes, obj.(*record).field)
+		return true
+	})
+	return bl
+}
+
+// encoded returns bl's events, made if nobody holds them: its nodes in
+// events of at most limit bytes, the last one (possibly holding no nodes)
+// marked PROGRESS_LAST_BACKLOGGED. The caller must not modify them. Safe
+// for concurrent use.
+func (bl *backlog) encoded(limit int) *backlogEvents {
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	if evs := bl.events.Value(); evs != nil {
+		return evs
+	}
+	evs := backlogEventsOf(bl.nodes, limit)
+	bl.events = weak.Make(evs)
+	return evs
+}
+
+// progressLast is the progress field of the last event of a backlog:
+// field 2 (progress), varint, PROGRESS_LAST_BACKLOGGED (1).
+const progressLast = "\x10\x01"
+
+// backlogEventsOf returns nodes in events of at most limit bytes, the
+// last one (possibly holding no nodes) marked PROGRESS_LAST_BACKLOGGED.
+func backlogEventsOf(nodes []fieldNode, limit int) *backlogEvents {
+	// Every event reserves room for the progress field, so that the
+	// last one fits too.
+	marker := len(progressLast)
+	rest := 0 // what the nodes not yet in an event weigh
+	for _, n := range nodes {
+		rest += len(n)
+	}
 	// Each event gets a buffer of the size it will have, so that a
 	// backlog costs its own size once, not again in growing buffers.
+	evs := &backlogEvents{}
 	var raw []byte
 	inRaw := 0
 	for _, n := range nodes {
-		if len(raw) > 0 && marker+len(raw)+nodeSize(n) > limit {
-			if err := s.send(srv, st, event(raw)); err != nil {
-				return err
-			}
-			s.m.backlog(0, -inRaw)
-			unsent -= inRaw
-			raw, inRaw = nil, 0 // the message sent must not change (grpc's SendMsg)
+		if len(raw) > 0 && marker+len(raw)+len(n) > limit {
+			evs.events = append(evs.events, share(raw))
+			evs.nodes = append(evs.nodes, inRaw)
+			raw, inRaw = nil, 0
 		}
 		if raw == nil {
-			raw = make([]byte, 0, min(rest, limit))
+			raw = make([]byte, 0, min(rest+marker, limit))
 		}
-		raw = appendNode(raw, n)
+		raw = append(raw, n...)
 		inRaw++
-		rest -= nodeSize(n)
+		rest -= len(n)
 	}
-	ev := event(raw)
-	ev.Progress = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
-	if err := s.send(srv, st, ev); err != nil {
-		return err
-	}
-	s.m.backlog(0, -inRaw)
-	unsent -= inRaw
-	return nil
+	evs.events = append(evs.events, share(append(raw, progressLast...)))
+	evs.nodes = append(evs.nodes, inRaw)
+	return evs
 }
 
 // GetCurrentLeader answers that this server is the leader, naming it by
@@ -769,7 +877,9 @@ const DefaultDrainTimeout = 5 * time.Second
 
 // Serve runs s and serves it over gRPC on l (with opts) until ctx ends or
 // either fails. It blocks, and returns ctx.Err() when ctx ends, or the
-// error s.Run or gRPC failed with. It closes l.
+// error s.Run or gRPC failed with. It closes l. It serves with
+// ServerCodec, which sends the events every stream shares without a copy
+// for each.
 //
 // When ctx ends, Serve drains:
 //  1. the health service says NOT_SERVING, for good, and new streams are
@@ -788,7 +898,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerO
 		s.warnValidity()
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS.Config())))
 	}
-	gs := grpc.NewServer(opts...)
+	gs := grpc.NewServer(append([]grpc.ServerOption{ServerCodec()}, opts...)...)
 	s.Register(gs)
 	reflection.Register(gs)
 	cl := newListener(l, s.log)
