@@ -158,7 +158,9 @@ func (q *Queue) hand(id string, present bool) {
 	}
 	if _, inBase := slices.BinarySearch(q.base, id); inBase {
 		if present {
-			delete(q.gone, id)
+			if len(q.gone) > 0 {
+				delete(q.gone, id)
+			}
 		} else {
 			q.gone[id] = struct{}{}
 		}
@@ -435,7 +437,10 @@ func (q *Queue) Close(err error) {
 
 // Next blocks until a batch is queued and returns the oldest. It returns
 // ctx.Err() when ctx ends first, and the error given to Close once the
-// queue is closed and drained. The changes of a batch come in no
+// queue is closed and drained; with a context that never ends
+// (context.Background()) it waits for the queue alone, which costs less
+// (serve's streams, which every change wakes, Close their queues when
+// they end instead). The changes of a batch come in no
 // particular order, one per id. The reader must apply every batch it gets:
 // the queue counts what it handed over as applied.
 func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
@@ -460,8 +465,13 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 		if closed {
 			return nodeset.Batch{}, err
 		}
+		done := ctx.Done()
+		if done == nil {
+			<-q.ready // cheaper than a select, for a reader that many queues wake
+			continue
+		}
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return nodeset.Batch{}, ctx.Err()
 		case <-q.ready:
 		}

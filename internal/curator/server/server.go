@@ -624,6 +624,10 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 		return err
 	}
 	defer s.unsubscribe(sub)
+	// The queue ends when the stream does: Next waits for the queue
+	// alone, which costs less than waiting for it and ctx.
+	stop := context.AfterFunc(ctx, func() { sub.q.Close(ctx.Err()) })
+	defer stop()
 	if id == "" {
 		st.log.Info("stream opened", "kind", "nodes_in_cluster")
 	} else {
@@ -642,7 +646,7 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 	// would say nothing).
 	known := false
 	for first := id != ""; ; first = false {
-		b, err := sub.q.Next(ctx)
+		b, err := sub.q.Next(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
