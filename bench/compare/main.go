@@ -11,8 +11,9 @@
 //
 // It is also the load for its rows: it writes the records (through the
 // simulator, or its own generator for sized records), makes the changes,
-// and, run as `compare streams`, is the client that opens 1,000 Watch
-// streams on serve.
+// and, run as `compare streams`, is the client that opens 1,000 or
+// 10,000 Watch streams on serve (rows 6, 9), or 100 over a large backlog
+// (row 10).
 package main
 
 import (
@@ -42,15 +43,20 @@ type config struct {
 	profile                  string
 	rate                     int // row 4: puts per second
 	latencyFor               time.Duration
-	streams, updates         int // row 6
+	streams, conns           int    // row 6
+	manyStreams, manyConns   int    // row 9
+	updates                  int    // rows 6, 9
+	backlogStreams           int    // row 10
+	streamsClient            string // rows 6, 9, 10: h2 or grpc (see streamsMain)
 	rows                     map[int]bool
 }
 
 // quick is what -quick sets, unless given: a run of about 2 minutes on
 // the development machine, 600 B records only, fewer of them and fewer
-// changes (so no row 7, which follows the simulator's records).
+// changes (so no row 7, which follows the simulator's records), and no
+// row 9 (10,000 streams, a minute a run).
 var quick = map[string]string{"pairs": "3", "records": "20000", "records-4k": "20000", "changes": "10000", "txn-changes": "10000",
-	"shapes": "600", "latency-for": "2s"}
+	"shapes": "600", "latency-for": "2s", "rows": "1,2,3,4,5,6,7,8,10"}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "measured" {
@@ -102,9 +108,15 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
 	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
 	flag.IntVar(&c.streams, "streams", 1000, "Watch streams on serve (6)")
-	flag.IntVar(&c.updates, "updates", 50, "updates fanned out to the streams (6)")
-	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
-		"5 follower (Go benchmark), 6 serve fan-out, 7 live nodes via serve, 8 live without a filter and with --equals")
+	flag.IntVar(&c.conns, "conns", 10, "connections the streams of row 6 share")
+	flag.IntVar(&c.manyStreams, "many-streams", 10000, "Watch streams on serve (9)")
+	flag.IntVar(&c.manyConns, "many-conns", 20, "connections the streams of row 9 share")
+	flag.IntVar(&c.updates, "updates", 50, "updates fanned out to the streams (6, 9)")
+	flag.IntVar(&c.backlogStreams, "backlog-streams", 100, "streams opened at once over a backlog of -records 600 B records (10)")
+	flag.StringVar(&c.streamsClient, "streams-client", "h2", "the client of the streams of rows 6, 9 and 10: h2 (a light one: one goroutine per connection) or grpc (grpc-go's, which costs more CPU per event than serve)")
+	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8,9,10", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
+		"5 follower (Go benchmark), 6 serve fan-out (1,000 streams), 7 live nodes via serve, 8 live without a filter and with --equals, "+
+		"9 serve fan-out (10,000 streams), 10 serve's backlog to many new streams at once")
 	flag.Parse()
 	if q {
 		given := map[string]bool{}
@@ -274,6 +286,7 @@ func micros(x float64) string {
 	return fmt.Sprintf("%.1f µs", x*1e6)
 }
 func millis(x float64) string { return fmt.Sprintf("%.2f ms", x*1e3) }
+func kib(x float64) string    { return fmt.Sprintf("%.1f KiB", x/(1<<10)) }
 
 func run(ctx context.Context, c config) (*table, error) {
 	t := &table{}
@@ -286,7 +299,8 @@ func run(ctx context.Context, c config) (*table, error) {
 	for _, r := range []struct {
 		n  int
 		fn func(context.Context, config, *etcdServer, *table) error
-	}{{1, rowSnapshot}, {3, rowLive}, {4, rowLatency}, {5, rowFollower}, {6, rowFanout}} {
+	}{{1, rowSnapshot}, {3, rowLive}, {4, rowLatency}, {5, rowFollower},
+		{6, rowFanout1k}, {9, rowFanout10k}, {10, rowBacklog}} {
 		if !c.rows[r.n] && !(r.n == 1 && c.rows[2]) && !(r.n == 3 && (c.rows[7] || c.rows[8])) {
 			continue
 		}

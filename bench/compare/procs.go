@@ -286,6 +286,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// stderrText returns what the process wrote to stderr so far.
+func (f *follower) stderrText() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stderr.String()
+}
+
 // count returns how many lines held marker so far.
 func (f *follower) count(marker string) int {
 	f.mu.Lock()
@@ -333,15 +340,58 @@ func asExit(err error, ee **exec.ExitError) bool {
 }
 
 // hwm returns the peak resident memory of a running process (VmHWM).
-func hwm(pid int) (int64, error) {
+func hwm(pid int) (int64, error) { return procBytes(pid, "VmHWM") }
+
+// procBytes returns a memory figure of a running process from
+// /proc/PID/status (VmRSS, VmHWM, …), in bytes.
+func procBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
-	m := regexp.MustCompile(`(?m)^VmHWM:\s+(\d+) kB`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(field) + `:\s+(\d+) kB`).FindSubmatch(b)
 	if m == nil {
-		return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+		return 0, fmt.Errorf("no %s for pid %d", field, pid)
 	}
 	kb, err := strconv.ParseInt(string(m[1]), 10, 64)
 	return kb * 1024, err
+}
+
+// procCPU returns the CPU time (user + system) a running process has used.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th, in clock ticks
+	// (USER_HZ, 100 on Linux).
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
+}
+
+// selfCPU returns the CPU time (user + system) this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeak resets the peak resident memory (VmHWM) of a running process
+// to its RSS now (Linux's clear_refs), so that a later VmHWM is the peak
+// of what happened in between.
+func resetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }

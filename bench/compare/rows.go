@@ -153,15 +153,15 @@ func snapshotShape(ctx context.Context, c config, e *etcdServer, t *table, s sha
 }
 
 // startServe starts `nodewatch serve` for the records under prefix, on a
-// free loopback port, with env added to its environment, and returns it
-// with its address.
-func startServe(c config, e *etcdServer, prefix string, env []string) (*follower, string, error) {
+// free loopback port, with env added to its environment and args to its
+// command line, and returns it with its address.
+func startServe(c config, e *etcdServer, prefix string, env []string, args ...string) (*follower, string, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	srv, err := startFollowerEnv("serve", env, nil, nil, c.nodewatch, "serve", "--etcd", e.URL, "--prefix", prefix, "--listen", addr)
+	srv, err := startFollowerEnv("serve", env, nil, nil, c.nodewatch, append([]string{"serve", "--etcd", e.URL, "--prefix", prefix, "--listen", addr}, args...)...)
 	return srv, addr, err
 }
 
@@ -368,9 +368,27 @@ func rowFollower(ctx context.Context, c config, e *etcdServer, t *table) error {
 	return nil
 }
 
-// rowFanout: row 6, serve with c.streams Watch streams from one client
-// process; an update reaching all of them.
-func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
+// rowFanout1k: row 6, serve with c.streams (1,000) Watch streams over
+// c.conns connections.
+func rowFanout1k(ctx context.Context, c config, e *etcdServer, t *table) error {
+	return rowFanout(ctx, c, e, t, 6, c.streams, c.conns, 0.050)
+}
+
+// rowFanout10k: row 9, serve with c.manyStreams (10,000) Watch streams
+// over c.manyConns connections (issue 24).
+func rowFanout10k(ctx context.Context, c config, e *etcdServer, t *table) error {
+	return rowFanout(ctx, c, e, t, 9, c.manyStreams, c.manyConns, 0.100)
+}
+
+// maxIdleStream is the most memory an idle Watch stream may cost serve
+// (issue 24).
+const maxIdleStream = 20 << 10
+
+// rowFanout is row (6 or 9): serve with streams Watch streams over conns
+// connections from one client process; an update reaching all of them,
+// against p99Target (seconds), and what the streams cost serve in memory.
+// Each run has a serve of its own.
+func rowFanout(ctx context.Context, c config, e *etcdServer, t *table, row, streams, conns int, p99Target float64) error {
 	const prefix = "/fan/"
 	if _, _, err := populate(ctx, e, prefix, 100, 3); err != nil {
 		return err
@@ -379,36 +397,117 @@ func rowFanout(ctx context.Context, c config, e *etcdServer, t *table) error {
 	if err != nil {
 		return err
 	}
-	srv, addr, err := startServe(c, e, prefix, nil)
+	var p50s, p99s, opens, rssBefore, rssIdle, peaks, perStream, serveCPU, clientCPU []float64
+	watches := 0
+	for i := range c.pairs {
+		start := time.Now()
+		res, err := streamsRun(ctx, c, e, prefix, streams, conns, "-updates", strconv.Itoa(c.updates))
+		if err != nil {
+			return err
+		}
+		w := res.Watchers - before
+		if i == 0 || w != 1 {
+			watches = w
+		}
+		per := float64(res.RSSIdle-res.RSSBefore) / float64(streams)
+		p50s, p99s, opens = append(p50s, res.P50), append(p99s, res.P99), append(opens, res.Open)
+		rssBefore, rssIdle, peaks = append(rssBefore, float64(res.RSSBefore)), append(rssIdle, float64(res.RSSIdle)), append(peaks, float64(res.Peak))
+		perStream = append(perStream, per)
+		serveCPU, clientCPU = append(serveCPU, res.ServeCPU), append(clientCPU, res.ClientCPU)
+		fmt.Fprintf(os.Stderr, "row %d, %d streams, run %d: p50 %s p99 %s, opened in %s; serve RSS %s before, %s idle (%s per stream), peak %s; CPU per update and stream: serve %s, client %s; in %v\n",
+			row, streams, i+1, millis(res.P50), millis(res.P99), secs(res.Open), mib(float64(res.RSSBefore)), mib(float64(res.RSSIdle)), kib(per), mib(float64(res.Peak)),
+			micros(res.ServeCPU), micros(res.ClientCPU), time.Since(start).Round(time.Second/10))
+	}
+	of := fmt.Sprintf("%s streams over %d connections, 100 sim records", thousands(streams), conns)
+	t.add(line{row: row, what: "update → all " + of + ": p50", nodewatch: millis(median(p50s)), ratio: "-", target: "-", met: "-"})
+	p99 := median(p99s)
+	t.add(line{row: row, what: "update → all " + of + ": p99", nodewatch: millis(p99), ratio: "-", target: fmt.Sprintf("≤ %.0f ms", p99Target*1e3), met: yes(p99 <= p99Target)})
+	t.add(line{row: row, what: "serve CPU per update and stream (this client's beside it), " + of, nodewatch: micros(median(serveCPU)),
+		other: micros(median(clientCPU)) + " (client)", ratio: "-", target: "recorded", met: "-"})
+	t.add(line{row: row, what: "etcd watches opened by serve, " + of, nodewatch: strconv.Itoa(watches), ratio: "-", target: "1", met: yes(watches == 1)})
+	t.add(line{row: row, what: "streams opened until each has its backlog, " + of, nodewatch: secs(median(opens)), ratio: "-", target: "recorded", met: "-"})
+	t.add(line{row: row, what: "serve RSS before the streams / with them open and idle / peak, " + of,
+		nodewatch: fmt.Sprintf("%.0f / %.0f / %.0f MiB", median(rssBefore)/(1<<20), median(rssIdle)/(1<<20), median(peaks)/(1<<20)), ratio: "-", target: "recorded", met: "-"})
+	per := median(perStream)
+	t.add(line{row: row, what: "serve memory per idle stream, (idle − before) ÷ streams, " + of, nodewatch: kib(per), ratio: "-",
+		target: kib(maxIdleStream), met: yes(per <= maxIdleStream)})
+	return nil
+}
+
+// rowBacklog: row 10, c.backlogStreams Watch streams opened at once on a
+// serve holding c.records records of 600 B: what serve's memory peaks at
+// beyond what it held before, against the size of one backlog. Each
+// stream is sent every record; the peak must stay far below the
+// backlog's size times the streams.
+func rowBacklog(ctx context.Context, c config, e *etcdServer, t *table) error {
+	const prefix, conns = "/backlog/", 10
+	s := shape{"600", 600}
+	start := time.Now()
+	size, err := load(ctx, e, prefix, s, c.records, 4)
 	if err != nil {
 		return err
+	}
+	defer func() {
+		if _, err := e.client.Delete(ctx, prefix, clientv3.WithPrefix()); err == nil {
+			e.compact(ctx)
+		}
+	}()
+	of := fmt.Sprintf("%d streams at once over a backlog of %s %s", c.backlogStreams, thousands(c.records), s.label())
+	fmt.Fprintf(os.Stderr, "row 10: %s records, %.1f MB, written in %v\n", thousands(c.records), float64(size)/1e6, time.Since(start).Round(time.Second/10))
+	var grew, opens, rssBefore, ratios []float64
+	var backlog int64
+	for i := range c.pairs {
+		start := time.Now()
+		res, err := streamsRun(ctx, c, e, prefix, c.backlogStreams, conns, "-updates", "0", "-raw")
+		if err != nil {
+			return err
+		}
+		g := float64(res.Peak - res.RSSBefore)
+		grew, opens, rssBefore = append(grew, g), append(opens, res.Open), append(rssBefore, float64(res.RSSBefore))
+		ratios = append(ratios, g/float64(res.Backlog))
+		backlog = res.Backlog
+		fmt.Fprintf(os.Stderr, "row 10, run %d: serve RSS %s before, peak %s (+%s, %.1f× one backlog of %s); every backlog sent in %s; in %v\n",
+			i+1, mib(float64(res.RSSBefore)), mib(float64(res.Peak)), mib(g), g/float64(res.Backlog), mib(float64(res.Backlog)), secs(res.Open), time.Since(start).Round(time.Second/10))
+	}
+	r := median(ratios)
+	t.add(line{row: 10, what: of + ": serve peak RSS − RSS before, vs one backlog", nodewatch: mib(median(grew)), other: mib(float64(backlog)) + " (one backlog)",
+		ratio: fmt.Sprintf("%.1f×", r), target: fmt.Sprintf("≤ %d× (≪ %d×)", maxBacklogGrowth, c.backlogStreams), met: yes(r <= maxBacklogGrowth)})
+	t.add(line{row: 10, what: of + ": serve RSS before the streams (the records held)", nodewatch: mib(median(rssBefore)), ratio: "-", target: "recorded", met: "-"})
+	t.add(line{row: 10, what: of + ": until every stream has its backlog", nodewatch: secs(median(opens)), ratio: "-", target: "recorded", met: "-"})
+	return nil
+}
+
+// maxBacklogGrowth is the most that serve's memory may grow, in backlogs,
+// while it sends its backlog to many streams at once: "far below" one
+// backlog per stream.
+const maxBacklogGrowth = 10
+
+// streamsRun starts serve for the records under prefix, with the limits
+// that let streams streams over conns connections in, and runs `compare
+// streams` against it with args added.
+func streamsRun(ctx context.Context, c config, e *etcdServer, prefix string, streams, conns int, args ...string) (streamsResult, error) {
+	perConn := (streams + conns - 1) / conns
+	srv, addr, err := startServe(c, e, prefix, nil, "--max-streams", strconv.Itoa(streams), "--max-streams-per-conn", strconv.Itoa(perConn))
+	if err != nil {
+		return streamsResult{}, err
 	}
 	defer srv.stop()
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return streamsResult{}, err
 	}
-	cmd := exec.CommandContext(ctx, self, "streams", "-curator", addr, "-etcd", e.URL, "-prefix", prefix,
-		"-streams", strconv.Itoa(c.streams), "-updates", strconv.Itoa(c.updates))
+	cmd := exec.CommandContext(ctx, self, append([]string{"streams", "-curator", addr, "-etcd", e.URL, "-prefix", prefix,
+		"-streams", strconv.Itoa(streams), "-conns", strconv.Itoa(conns), "-serve-pid", strconv.Itoa(srv.cmd.Process.Pid), "-client", c.streamsClient}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("streams client: %v", err)
+		return streamsResult{}, fmt.Errorf("streams client: %v (serve: %q)", err, srv.stderrText())
 	}
 	var res streamsResult
 	if err := json.NewDecoder(bufio.NewReader(&out)).Decode(&res); err != nil {
-		return fmt.Errorf("streams client said %q: %v", out.String(), err)
+		return res, fmt.Errorf("streams client said %q: %v", out.String(), err)
 	}
-	peak, err := hwm(srv.cmd.Process.Pid)
-	if err != nil {
-		return err
-	}
-	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams, 100 sim records: p50", c.streams), nodewatch: millis(res.P50), ratio: "-", target: "-", met: "-"})
-	t.add(line{row: 6, what: fmt.Sprintf("update → all %d streams, 100 sim records: p99", c.streams), nodewatch: millis(res.P99), ratio: "-", target: "≤ 50 ms", met: yes(res.P99 <= 0.050)})
-	w := res.Watchers - before
-	t.add(line{row: 6, what: "etcd watches opened by serve, 100 sim records", nodewatch: strconv.Itoa(w), ratio: "-", target: "1", met: yes(w == 1)})
-	t.add(line{row: 6, what: "serve peak RSS, 100 sim records, 1,000 streams", nodewatch: mib(float64(peak)), ratio: "-", target: "recorded", met: "-"})
-	return nil
+	return res, nil
 }
 
 // fanMarker is the id of the record the streams client updates.
