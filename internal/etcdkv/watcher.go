@@ -64,8 +64,10 @@ type Watcher struct {
 	// for; 0 sizes pages by bytes (see PageBytes).
 	PageSize int64
 	// Decode turns a key-value into the object the follower sees. An
-	// error skips the record (it is logged with its key). Nil passes the
-	// *mvccpb.KeyValue itself.
+	// error skips the record (it is logged with its key). Nil passes (a
+	// copy of) the *mvccpb.KeyValue itself. kv's key and value are only
+	// valid during the call: a watch decodes them in place, in a buffer
+	// that the next response overwrites.
 	Decode func(kv *mvccpb.KeyValue) (any, error)
 	// ID turns a key into the id of its object. Nil uses the key.
 	ID func(key string) string
@@ -413,7 +415,8 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// The call options clientv3 gives every call: wait for the
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
-	stream, err := pb.NewWatchClient(w.Client.ActiveConnection()).Watch(wctx, grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32))
+	stream, err := w.Client.ActiveConnection().NewStream(wctx, watchDesc, watchMethod,
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(watchCodec{}))
 	if err != nil {
 		return rpctypes.Error(err)
 	}
@@ -427,7 +430,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 		if r.end != "" {
 			create.RangeEnd = []byte(r.end)
 		}
-		if err := stream.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
+		if err := stream.SendMsg(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: create}}); err != nil {
 			return rpctypes.Error(err)
 		}
 	}
@@ -444,8 +447,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
+	resp := &watchResponse{}
 	for {
-		resp, err := stream.Recv()
+		err := stream.RecvMsg(resp)
 		if err == nil {
 			answered.Store(true)
 			now := time.Now()
@@ -457,42 +461,42 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 		switch {
 		case err != nil:
 			return rpctypes.Error(err)
-		case resp.WatchId == clientv3.InvalidWatchID && !resp.Created && len(resp.Events) == 0 && resp.Header != nil:
+		case resp.watchID == clientv3.InvalidWatchID && !resp.created && len(resp.events) == 0 && resp.hasHeader:
 			// The answer to a progress request: every watch of the
 			// stream delivered everything up to the header's revision.
-			r := resp.Header.Revision
+			r := resp.revision
 			for i := range revs {
 				revs[i] = max(revs[i], r)
 			}
 			out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: slices.Min(revs), Confirmed: true})
 			continue
-		case resp.CompactRevision != 0:
+		case resp.compactRevision != 0:
 			return rpctypes.ErrCompacted
-		case resp.Canceled && resp.CancelReason != "":
-			return rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
-		case resp.Canceled:
+		case resp.canceled && resp.cancelReason != "":
+			return rpctypes.Error(status.Error(codes.FailedPrecondition, resp.cancelReason))
+		case resp.canceled:
 			return rpctypes.ErrFutureRev
-		case resp.Created:
+		case resp.created:
 			if len(ranged) == len(ranges) {
 				return fmt.Errorf("etcd created more watches than asked for")
 			}
-			ranged[resp.WatchId] = len(ranged)
+			ranged[resp.watchID] = len(ranged)
 		}
-		i, ok := ranged[resp.WatchId]
+		i, ok := ranged[resp.watchID]
 		if !ok {
-			return fmt.Errorf("events of watch %d, which was not created", resp.WatchId)
+			return fmt.Errorf("events of watch %d, which was not created", resp.watchID)
 		}
-		if len(resp.Events) == 0 && !resp.Created && resp.Header != nil {
+		if len(resp.events) == 0 && !resp.created && resp.hasHeader {
 			// A progress notification: everything up to the header's
 			// revision was delivered, so a quiet range moves on too.
-			revs[i] = max(revs[i], resp.Header.Revision)
+			revs[i] = max(revs[i], resp.revision)
 		}
 		// One batch per revision: one transaction, one batch.
-		events := resp.Events
+		events := resp.events
 		for len(events) > 0 {
-			r := events[0].Kv.ModRevision
+			r := events[0].kv.ModRevision
 			n := 1
-			for n < len(events) && events[n].Kv.ModRevision == r {
+			for n < len(events) && events[n].kv.ModRevision == r {
 				n++
 			}
 			if r > revs[i] {
@@ -500,8 +504,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				// to r was delivered; with several, another range may
 				// still be behind.
 				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1}
-				for _, ev := range events[:n] {
-					if c, ok := w.change(ev.Kv, ev.Type == mvccpb.DELETE); ok {
+				for k := range events[:n] {
+					ev := &events[k]
+					if c, ok := w.change(&ev.kv, ev.typ == mvccpb.DELETE); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -526,10 +531,10 @@ var errSilent = errors.New("no answer")
 // through cancel, and the connections that went silent with it are
 // closed, so that the next stream goes over a new one. Once the creates
 // are sent, prove is the only sender on stream.
-func (w *Watcher) prove(ctx context.Context, stream pb.Watch_WatchClient, heard *atomic.Int64, server string, cancel context.CancelCauseFunc) {
+func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc) {
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
 	w.live.ka.Prove(ctx, w.ConfirmEvery, heard,
-		func(context.Context) (bool, error) { return false, stream.Send(progress) },
+		func(context.Context) (bool, error) { return false, stream.SendMsg(progress) },
 		func(quiet time.Duration) {
 			cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
 		})
@@ -635,7 +640,10 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 		return c, true
 	}
 	if w.Decode == nil {
-		c.Object = kv
+		// kv's bytes may be the watch stream's (see Decode).
+		kv := *kv
+		kv.Key, kv.Value = slices.Clone(kv.Key), slices.Clone(kv.Value)
+		c.Object = &kv
 		return c, true
 	}
 	obj, err := w.Decode(kv)

@@ -541,3 +541,55 @@ func (t test) one(v []byte) ([]byte, bool) {
 	}
 	return jsonBool(t.re.MatchString(s)), true
 }
+
+// firstName returns the name that the first path n reads from its input
+// starts with, if it starts with a name.
+func firstName(n fastNode) (string, bool) {
+	switch n := n.(type) {
+	case path:
+		if len(n) > 0 && n[0].isName {
+			return n[0].name, true
+		}
+	case binary:
+		if name, ok := firstName(n.l); ok {
+			return name, true
+		}
+		return firstName(n.r)
+	case pipe:
+		return firstName(n.l)
+	}
+	return "", false
+}
+
+// rebase returns n for an input that is the member name of n's input:
+// every path n reads from its input must start with .name, and is
+// shortened by it; constants stay; == != and or rebase both sides, a pipe
+// its left. Anything else that reads the input itself (not, select, has,
+// test) cannot be rebased. Over an object with a member name, n over the
+// object and the rebased n over the member give the same outputs: a
+// path's first step picks the member, as Field does.
+func rebase(n fastNode, name string) (fastNode, bool) {
+	switch n := n.(type) {
+	case constant:
+		return n, true
+	case path:
+		if len(n) == 0 || !n[0].isName || n[0].name != name {
+			return nil, false
+		}
+		return n[1:], true
+	case binary:
+		l, lok := rebase(n.l, name)
+		r, rok := rebase(n.r, name)
+		if !lok || !rok {
+			return nil, false
+		}
+		return binary{n.op, l, r}, true
+	case pipe:
+		l, ok := rebase(n.l, name)
+		if !ok {
+			return nil, false
+		}
+		return pipe{l, n.r, n.lsingle}, true
+	}
+	return nil, false
+}

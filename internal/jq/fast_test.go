@@ -130,8 +130,11 @@ func randomExpr(rng *rand.Rand) string {
 
 // checkFast compares the fast path with gojq for expr over doc (compact
 // JSON) and, if other is not nil, for Equal of doc and other. It returns
-// how many of the three questions the fast path decided.
-func checkFast(t *testing.T, expr string, doc, other []byte) int {
+// how many of the three questions the fast path decided. With knowing,
+// the Docs know where the member that the expression's paths start at is
+// (as an etcd key's object knows its value), so that the rebased fast
+// path answers.
+func checkFast(t *testing.T, expr string, doc, other []byte, knowing bool) int {
 	t.Helper()
 	p, err := Compile("--filter", expr, Vars{})
 	if err != nil {
@@ -145,8 +148,18 @@ func checkFast(t *testing.T, expr string, doc, other []byte) int {
 	if err != nil {
 		t.Fatalf("%s: %v", doc, err)
 	}
+	docOf := func(b []byte) *jsondoc.Doc {
+		if knowing && p.rebasedOn != "" {
+			if v, ok := jsondoc.Field(b, p.rebasedOn); ok {
+				start := cap(b) - cap(v) // v is b[start:...]
+				return jsondoc.NewKnowing(b, p.rebasedOn, start, start+len(v))
+			}
+		}
+		return jsondoc.New(b)
+	}
+	n, in := p.fastInput(docOf(doc))
 	decided := 0
-	if firstOut, ok := p.fast.one(doc); ok {
+	if firstOut, ok := n.one(in); ok {
 		decided++
 		want, err := p.Truthy(ctx, tree)
 		if err != nil {
@@ -157,7 +170,7 @@ func checkFast(t *testing.T, expr string, doc, other []byte) int {
 		}
 	}
 	var outs [][]byte
-	if p.fast.run(doc, func(o []byte) bool { outs = append(outs, o); return true }) {
+	if n.run(in, func(o []byte) bool { outs = append(outs, o); return true }) {
 		decided++
 		want, err := p.Run(ctx, tree)
 		if err != nil {
@@ -174,7 +187,7 @@ func checkFast(t *testing.T, expr string, doc, other []byte) int {
 		}
 	}
 	if other != nil {
-		if eq, ok := p.fastEqual(doc, other); ok {
+		if eq, ok := p.fastEqualDocs(docOf(doc), docOf(other)); ok {
 			decided++
 			otree, err := jsondoc.Decode(other)
 			if err != nil {
@@ -195,7 +208,7 @@ func checkFast(t *testing.T, expr string, doc, other []byte) int {
 func TestFastModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const runs = 30000
-	decided, inSubset := 0, 0
+	decided, inSubset, rebased := 0, 0, 0
 	for range runs {
 		expr := randomExpr(rng)
 		doc, other := randomDoc(rng, 0), randomDoc(rng, 0)
@@ -209,11 +222,15 @@ func TestFastModel(t *testing.T) {
 		if p.fast != nil {
 			inSubset++
 		}
-		decided += checkFast(t, expr, []byte(doc), []byte(other))
+		knowing := rng.IntN(2) == 0
+		if knowing && p.rebased != nil {
+			rebased++
+		}
+		decided += checkFast(t, expr, []byte(doc), []byte(other), knowing)
 	}
 	// The generator stays in the subset, and the fast path answers most
 	// questions: the test compares answers, not fallbacks.
-	t.Logf("%d of %d expressions in the subset; %d of %d questions decided by the fast path", inSubset, runs, decided, 3*runs)
+	t.Logf("%d of %d expressions in the subset; %d of %d questions decided by the fast path; %d runs over a rebased path", inSubset, runs, decided, 3*runs, rebased)
 	if inSubset < runs*9/10 || decided < runs {
 		t.Errorf("the fast path decided too little: %d of %d expressions in the subset, %d of %d questions", inSubset, runs, decided, 3*runs)
 	}
@@ -278,6 +295,42 @@ func FuzzFast(f *testing.F) {
 		if err != nil {
 			return
 		}
-		checkFast(t, expr, a, b)
+		checkFast(t, expr, a, b, len(doc)%2 == 0)
 	})
+}
+
+// TestFastRebased: expressions whose paths all start at one member run
+// over that member alone when the Doc knows where it is; those that read
+// their input itself (not, select, has, test, `.`) must not, and both
+// give gojq's answers over members that are null, false, objects and
+// arrays.
+func TestFastRebased(t *testing.T) {
+	for expr, rebased := range map[string]bool{
+		`.a.b == 1`:                       true,
+		`.a == null`:                      true,
+		`.a.b == 1 and .a.c != "x"`:       true,
+		`.a.b[] | select(.k == "r")`:      true,
+		`.a | not`:                        true,
+		`.a == null and not`:              false,
+		`.a == false or (. | has("a"))`:   false,
+		`select(.a == null)`:              false,
+		`.a.b == 1 and .c == 1`:           false,
+		`. == null`:                       false,
+		`.a == null and (.a | test("x"))`: true,
+	} {
+		p, err := Compile("--filter", expr, Vars{})
+		if err != nil || p.fast == nil {
+			t.Fatalf("%s: not in the fast path (%v)", expr, err)
+		}
+		if got := p.rebased != nil; got != rebased {
+			t.Errorf("%s: rebased %v, want %v", expr, got, rebased)
+		}
+		docs := []string{`{"a":null}`, `{"a":false}`, `{"a":{"b":1,"c":"x"}}`, `{"x":1,"a":[1]}`,
+			`{"a":{"b":[{"k":"r"},{"k":"s"}]}}`, `{"a":"x","c":1}`, `{"a":true}`}
+		for _, d := range docs {
+			for _, o := range docs {
+				checkFast(t, expr, []byte(d), []byte(o), true)
+			}
+		}
+	}
 }

@@ -80,6 +80,13 @@ type Program struct {
 	name    string
 	code    *gojq.Code
 	fast    fastNode // nil: outside the fast path's subset (fast.go)
+	// rebased is fast for the member named rebasedOn of the input, when
+	// every path that fast reads from its input starts there (see
+	// rebase): `.value.state == "UP"` over an etcd key's object is
+	// `.state == "UP"` over its value, which a Doc that knows where its
+	// value is hands over without reading the rest.
+	rebased   fastNode
+	rebasedOn string
 	values  []any
 	timeout time.Duration
 }
@@ -101,7 +108,33 @@ func Compile(name, expr string, vars Vars) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 	}
-	return &Program{name: name, code: code, fast: compileFast(q), values: vars.values, timeout: DefaultEvalTimeout}, nil
+	p := &Program{name: name, code: code, fast: compileFast(q), values: vars.values, timeout: DefaultEvalTimeout}
+	if name, ok := firstName(p.fast); ok {
+		if r, ok := rebase(p.fast, name); ok {
+			p.rebased, p.rebasedOn = r, name
+		}
+	}
+	return p, nil
+}
+
+// fastInput returns the fast path to run over d, and its input: the
+// rebased one over d's known member when it is the one the paths start
+// at, else fast over d's JSON.
+func (p *Program) fastInput(d *jsondoc.Doc) (fastNode, []byte) {
+	if v, ok := p.rebasedInput(d); ok {
+		return p.rebased, v
+	}
+	return p.fast, d.JSON()
+}
+
+// rebasedInput returns the input of rebased for d (d's known member), if
+// d knows the member that rebased reads.
+func (p *Program) rebasedInput(d *jsondoc.Doc) ([]byte, bool) {
+	if p.rebased == nil {
+		return nil, false
+	}
+	name, v := d.Known()
+	return v, name == p.rebasedOn
 }
 
 // Name returns what messages call the program (Compile's name).
@@ -130,7 +163,8 @@ func (p *Program) Truthy(ctx context.Context, v any) (bool, error) {
 // goes to gojq as it is.
 func (p *Program) TruthyDoc(ctx context.Context, v any) (bool, error) {
 	if d, ok := v.(*jsondoc.Doc); ok && p.fast != nil {
-		if out, decided := p.fast.one(d.JSON()); decided {
+		n, in := p.fastInput(d)
+		if out, decided := n.one(in); decided {
 			return out != nil && truthy(out), nil
 		}
 	}
@@ -143,18 +177,29 @@ func (p *Program) EqualDoc(ctx context.Context, a, b any) (bool, error) {
 	da, aok := a.(*jsondoc.Doc)
 	db, bok := b.(*jsondoc.Doc)
 	if aok && bok && p.fast != nil {
-		if eq, decided := p.fastEqual(da.JSON(), db.JSON()); decided {
+		if eq, decided := p.fastEqualDocs(da, db); decided {
 			return eq, nil
 		}
 	}
 	return p.Equal(ctx, jsondoc.TreeOf(a), jsondoc.TreeOf(b))
 }
 
-// fastEqual compares the fast path's outputs for a and b, as Equal does.
-func (p *Program) fastEqual(a, b []byte) (eq, decided bool) {
+// fastEqualDocs is EqualDoc's fast path: rebased over both known members
+// when it can, else over both Docs' JSON.
+func (p *Program) fastEqualDocs(da, db *jsondoc.Doc) (eq, decided bool) {
+	if va, ok := p.rebasedInput(da); ok {
+		if vb, ok := p.rebasedInput(db); ok {
+			return fastEqual(p.rebased, va, vb)
+		}
+	}
+	return fastEqual(p.fast, da.JSON(), db.JSON())
+}
+
+// fastEqual compares the outputs of n for a and b, as Equal does.
+func fastEqual(n fastNode, a, b []byte) (eq, decided bool) {
 	var oa, ob [][]byte
-	if !p.fast.run(a, func(o []byte) bool { oa = append(oa, o); return true }) ||
-		!p.fast.run(b, func(o []byte) bool { ob = append(ob, o); return true }) {
+	if !n.run(a, func(o []byte) bool { oa = append(oa, o); return true }) ||
+		!n.run(b, func(o []byte) bool { ob = append(ob, o); return true }) {
 		return false, false
 	}
 	if len(oa) != len(ob) {

@@ -50,6 +50,15 @@ func (d *Doc) Member(name string) ([]byte, bool) {
 	return Field(d.json, name)
 }
 
+// Known returns the member that d's maker said where it is (NewKnowing),
+// and its encoding; "" and nil when none.
+func (d *Doc) Known() (name string, json []byte) {
+	if d.known == "" {
+		return "", nil
+	}
+	return d.known, d.json[d.start:d.end]
+}
+
 // Compact returns the Doc of the JSON text b, compacted. It fails if b is
 // not exactly one JSON value.
 func Compact(b []byte) (*Doc, error) {
