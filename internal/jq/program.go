@@ -77,9 +77,9 @@ func (e *CompileError) Unwrap() error { return e.Err }
 
 // Program is a compiled jq expression. It is safe for concurrent use.
 type Program struct {
-	name    string
-	code    *gojq.Code
-	fast    fastNode // nil: outside the fast path's subset (fast.go)
+	name string
+	code *gojq.Code
+	fast fastNode // nil: outside the fast path's subset (fast.go)
 	// rebased is fast for the member named rebasedOn of the input, when
 	// every path that fast reads from its input starts there (see
 	// rebase): `.value.state == "UP"` over an etcd key's object is
@@ -87,8 +87,8 @@ type Program struct {
 	// value is hands over without reading the rest.
 	rebased   fastNode
 	rebasedOn string
-	values  []any
-	timeout time.Duration
+	values    []any
+	timeout   time.Duration
 }
 
 // Compile parses and compiles expr with vars bound. name is what messages
