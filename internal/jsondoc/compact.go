@@ -116,6 +116,9 @@ func (c *compactor) container(depth int, close byte, members bool) bool {
 func (c *compactor) str() bool {
 	s := c.src
 	for i := c.i + 1; i < len(s); i++ {
+		if i = stringStop(s, i); i >= len(s) {
+			break
+		}
 		switch b := s[i]; {
 		case b == '"':
 			c.i = i + 1

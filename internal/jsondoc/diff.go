@@ -40,9 +40,21 @@ type Differ struct {
 	path    []step
 	out     []Path
 	scratch [][2][]member
+	pairs   [][]pair       // per depth: the members that differ (pairwise)
+	seen    [][]byte       // the keys of the object being walked (pairwise)
 	arena   []any          // the steps of out's paths
 	keys    map[string]any // keys seen, as steps: a key's string is made once
 }
+
+// A pair is a member of two objects whose values differ: its key (plain
+// ASCII) and both values.
+type pair struct{ key, a, b []byte }
+
+// span is where a value is in an encoding, if its maker said (Doc's known
+// member): b[start:end]; start < 0 for none.
+type span struct{ start, end int }
+
+var noSpan = span{-1, -1}
 
 // A step is one element of the path being walked: a key (the key's
 // bytes, unescaped) or an index.
@@ -57,7 +69,11 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 	if d.arena == nil {
 		d.arena = make([]any, 0, 16) // so that the root's path is [], not nil
 	}
-	d.diff(a.json, b.json)
+	ka, kb := noSpan, noSpan
+	if a.known != "" && a.known == b.known {
+		ka, kb = span{int(a.start), int(a.end)}, span{int(b.start), int(b.end)}
+	}
+	d.diffKnowing(a.json, b.json, ka, kb)
 	if len(d.out) == 0 {
 		return nil
 	}
@@ -93,12 +109,21 @@ func (d *Differ) key(k []byte) any {
 	return v
 }
 
-func (d *Differ) diff(a, b []byte) {
+func (d *Differ) diff(a, b []byte) { d.diffKnowing(a, b, noSpan, noSpan) }
+
+// diffKnowing is diff for a and b that may hold, at ka and kb, a member's
+// value whose end is known (the root of two Docs that know where their
+// values are): the pairwise walk over their members does not read it to
+// find its end.
+func (d *Differ) diffKnowing(a, b []byte, ka, kb span) {
 	if bytes.Equal(a, b) {
 		return
 	}
 	switch {
 	case a[0] == '{' && b[0] == '{':
+		if d.pairwise(a, b, ka, kb) {
+			return
+		}
 		depth := len(d.path)
 		for len(d.scratch) <= depth {
 			d.scratch = append(d.scratch, [2][]member{make([]member, 0, 16), make([]member, 0, 16)})
@@ -149,6 +174,73 @@ func (d *Differ) diff(a, b []byte) {
 		return
 	}
 	d.found()
+}
+
+// pairwise diffs objects a and b whose members come in the same order
+// under the same keys, as one serializer writes two states of a record:
+// one walk over both, no sorting. It returns false, having found
+// nothing, for any other pair, which the sorting merge then diffs: keys
+// that differ or come in another order, keys with escapes or bytes
+// beyond ASCII (whose encodings may differ for the same key), and a key
+// that differs and is given twice (the last counts, and the walk pairs
+// each with its namesake).
+func (d *Differ) pairwise(a, b []byte, ka, kb span) bool {
+	depth := len(d.path)
+	for len(d.pairs) <= depth {
+		d.pairs = append(d.pairs, make([]pair, 0, 4))
+	}
+	diffs, seen := d.pairs[depth][:0], d.seen[:0]
+	i, j := skipSpace(a, 1), skipSpace(b, 1)
+	for {
+		aEnd, bEnd := i >= len(a) || a[i] == '}', j >= len(b) || b[j] == '}'
+		if aEnd || bEnd {
+			if aEnd != bEnd {
+				return false
+			}
+			break
+		}
+		kae, kbe := stringEnd(a, i), stringEnd(b, j)
+		key := a[i+1 : kae-1]
+		if !bytes.Equal(key, b[j+1:kbe-1]) || !plainASCII(key) {
+			return false
+		}
+		i, j = skipSpace(a, skipSpace(a, kae)+1), skipSpace(b, skipSpace(b, kbe)+1) // past ':'
+		vae, vbe := ka.end, kb.end
+		if i != ka.start {
+			vae = valueEnd(a, i)
+		}
+		if j != kb.start {
+			vbe = valueEnd(b, j)
+		}
+		if !bytes.Equal(a[i:vae], b[j:vbe]) {
+			diffs = append(diffs, pair{key, a[i:vae], b[j:vbe]})
+		}
+		seen = append(seen, key)
+		i, j = next(a, vae), next(b, vbe)
+	}
+	d.seen = seen
+	for _, p := range diffs {
+		n := 0
+		for _, k := range seen {
+			if bytes.Equal(k, p.key) {
+				n++
+			}
+		}
+		if n > 1 {
+			return false
+		}
+	}
+	if len(diffs) > 1 {
+		slices.SortFunc(diffs, func(x, y pair) int { return bytes.Compare(x.key, y.key) })
+	}
+	d.pairs[depth] = diffs
+	for k := range diffs {
+		p := &d.pairs[depth][k]
+		d.path = append(d.path, step{key: p.key})
+		d.diff(p.a, p.b)
+		d.path = d.path[:len(d.path)-1]
+	}
+	return true
 }
 
 // At returns the encoding of the value at p in d, and whether there is
@@ -299,23 +391,19 @@ var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true
 // stringEnd returns the index just past the string whose opening quote
 // is b[i].
 func stringEnd(b []byte, i int) int {
-	for i++; ; {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
+	for i++; i < len(b); i++ {
+		i = stringStop(b, i)
+		if i >= len(b) {
+			break
 		}
-		i += q
-		// The quote ends the string unless an odd number of backslashes
-		// escapes it.
-		n := 0
-		for n < i && b[i-1-n] == '\\' {
-			n++
-		}
-		i++
-		if n%2 == 0 {
-			return i
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++ // the escaped byte
 		}
 	}
+	return len(b)
 }
 
 func skipSpace(b []byte, i int) int {

@@ -125,8 +125,13 @@ func mutate(r *rand.Rand, v *jv, depth int) *jv {
 }
 
 // encode writes v compactly, members in a random order, now and then
-// after a decoy member with the same key (which the last one overrides).
-func encode(r *rand.Rand, v *jv, b *strings.Builder) {
+// after a decoy member with the same key and a random value (which the
+// last one overrides).
+func encode(r *rand.Rand, v *jv, b *strings.Builder) { encodeOrdered(r, v, b, false) }
+
+// encodeOrdered is encode, with members in v's order if ordered (as one
+// serializer writes two states of a record: what Differ.pairwise takes).
+func encodeOrdered(r *rand.Rand, v *jv, b *strings.Builder, ordered bool) {
 	switch v.kind {
 	case 's':
 		b.WriteString(v.raw)
@@ -136,22 +141,26 @@ func encode(r *rand.Rand, v *jv, b *strings.Builder) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			encode(r, e, b)
+			encodeOrdered(r, e, b, ordered)
 		}
 		b.WriteByte(']')
 	case 'o':
 		b.WriteByte('{')
-		for n, i := range r.Perm(len(v.keys)) {
+		order := r.Perm(len(v.keys))
+		if ordered {
+			slices.Sort(order)
+		}
+		for n, i := range order {
 			if n > 0 {
 				b.WriteByte(',')
 			}
 			key, _ := json.Marshal(v.keys[i])
 			if r.Intn(10) == 0 {
-				fmt.Fprintf(b, `%s:"decoy",`, key)
+				fmt.Fprintf(b, `%s:%s,`, key, genScalars[r.Intn(len(genScalars))])
 			}
 			b.Write(key)
 			b.WriteByte(':')
-			encode(r, v.vals[i], b)
+			encodeOrdered(r, v.vals[i], b, ordered)
 		}
 		b.WriteByte('}')
 	}
@@ -166,6 +175,19 @@ func checkDiff(t *testing.T, a, b []byte) {
 	got := Diff(New(a), New(b))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Diff(%s, %s) (-model +Diff):\n%s", a, b, diff)
+	}
+	// The same values as an etcd key's object holds them, its value's
+	// place known (NewKnowing): the paths are the value's, under "value".
+	wrap := func(v []byte) *Doc {
+		pre := `{"key":"k","value":`
+		return NewKnowing([]byte(pre+string(v)+`,"version":2}`), "value", len(pre), len(pre)+len(v))
+	}
+	var wrapped []Path
+	for _, p := range want {
+		wrapped = append(wrapped, append(Path{"value"}, p...))
+	}
+	if diff := cmp.Diff(wrapped, Diff(wrap(a), wrap(b))); diff != "" {
+		t.Fatalf("Diff of %s and %s as values (-model +Diff):\n%s", a, b, diff)
 	}
 	for _, p := range got {
 		va, oka := At(New(a), p)
@@ -183,9 +205,12 @@ func TestDiffModel(t *testing.T) {
 		r := rand.New(rand.NewSource(seed))
 		a := genJV(r, 0)
 		b := mutate(r, a, 0)
+		// Half the pairs in one member order (as one serializer writes
+		// them), half in orders of their own.
+		ordered := seed%2 == 0
 		var ea, eb strings.Builder
-		encode(r, a, &ea)
-		encode(r, b, &eb)
+		encodeOrdered(r, a, &ea, ordered)
+		encodeOrdered(r, b, &eb, ordered)
 		checkDiff(t, []byte(ea.String()), []byte(eb.String()))
 	}
 }
