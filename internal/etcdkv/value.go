@@ -82,7 +82,7 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, 
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
 	b = append(b, `,"value":`...)
 	start := len(b)
-	b, err := appendValue(b, kv.Value, mode)
+	b, x, err := appendValue(b, kv.Value, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, 
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, kv.Version, 10)
 	b = append(b, '}')
-	return jsondoc.NewKnowing(b, "value", start, end), nil
+	return jsondoc.NewIndexed(b, "value", start, end, x), nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as
@@ -140,19 +140,21 @@ func (e *ValueError) Error() string {
 
 func (e *ValueError) Unwrap() error { return e.Err }
 
-// appendValue appends the JSON of a value's bytes, decoded as mode says.
-func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
+// appendValue appends the JSON of a value's bytes, decoded as mode says,
+// and the Index of a JSON object it appends as it is (nil for anything
+// else).
+func appendValue(dst, b []byte, mode ValueMode) ([]byte, jsondoc.Index, error) {
 	switch mode {
 	case ValueGob:
 		out, err := gobjson.DecodeBase64(b)
 		if err != nil {
-			return nil, &ValueError{What: "gob", Try: "auto or text", Err: err}
+			return nil, nil, &ValueError{What: "gob", Try: "auto or text", Err: err}
 		}
-		return append(dst, out...), nil
+		return append(dst, out...), nil, nil
 	case ValueQuery:
 		q, err := url.ParseQuery(string(b))
 		if err != nil {
-			return nil, fmt.Errorf("value is not a query string: %w", err)
+			return nil, nil, fmt.Errorf("value is not a query string: %w", err)
 		}
 		obj := make(map[string]any, len(q))
 		for k, vs := range q {
@@ -166,46 +168,46 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, error) {
 			}
 			obj[k] = list
 		}
-		return appendMarshal(dst, obj), nil
+		return appendMarshal(dst, obj), nil, nil
 	case ValueBase64:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, b)
-		return append(dst, '"'), nil
+		return append(dst, '"'), nil, nil
 	case ValueText:
 		if !utf8.Valid(b) {
-			return nil, &ValueError{What: "valid UTF-8", Try: "auto or base64"}
+			return nil, nil, &ValueError{What: "valid UTF-8", Try: "auto or base64"}
 		}
-		return jsondoc.AppendString(dst, b), nil
+		return jsondoc.AppendString(dst, b), nil, nil
 	case ValueJSON:
 		if !utf8.Valid(b) {
-			return nil, errors.New("value is not JSON: not valid UTF-8")
+			return nil, nil, errors.New("value is not JSON: not valid UTF-8")
 		}
-		out, err := appendCompact(dst, b)
+		out, x, err := appendCompact(dst, b)
 		if err != nil {
-			return nil, fmt.Errorf("value is not JSON: %w", err)
+			return nil, nil, fmt.Errorf("value is not JSON: %w", err)
 		}
-		return out, nil
+		return out, x, nil
 	}
 	if !utf8.Valid(b) {
 		// As a string, the bad bytes would be replaced: not lossless.
-		return appendMarshal(dst, Bytes(b)), nil
+		return appendMarshal(dst, Bytes(b)), nil, nil
 	}
-	if out, err := appendCompact(dst, b); err == nil {
-		return out, nil
+	if out, x, err := appendCompact(dst, b); err == nil {
+		return out, x, nil
 	}
-	return jsondoc.AppendString(dst, b), nil // valid UTF-8, see above
+	return jsondoc.AppendString(dst, b), nil, nil // valid UTF-8, see above
 }
 
 // appendCompact appends b, which must be exactly one JSON value, without
 // insignificant space; dst is unchanged when b is not JSON. What is not
 // JSON goes to json.Compact too, for its error, which says where.
-func appendCompact(dst, b []byte) ([]byte, error) {
-	if out, err := jsondoc.AppendCompact(dst, b); err == nil {
-		return out, nil
+func appendCompact(dst, b []byte) ([]byte, jsondoc.Index, error) {
+	if out, x, err := jsondoc.AppendCompactIndexed(dst, b); err == nil {
+		return out, x, nil
 	}
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, b); err != nil {
-		return dst, err
+		return dst, nil, err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), nil, nil
 }

@@ -73,7 +73,7 @@ func gobB64(wrapped bool) string {
 
 // valueTree is the tree of the JSON appendValue makes.
 func valueTree(b []byte, mode ValueMode) (any, error) {
-	out, err := appendValue(nil, b, mode)
+	out, _, err := appendValue(nil, b, mode)
 	if err != nil {
 		return nil, err
 	}

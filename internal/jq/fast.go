@@ -36,14 +36,18 @@ import (
 // the outputs given to k so far mean nothing. one returns the first
 // output (nil for none) without a callback, which would escape to the
 // heap for every evaluation.
+//
+// x is the Index of v when v is an indexed object (a Doc's known member,
+// see jsondoc.Index), else nil: a node passes it on with v, and a path
+// finds its first member through it.
 type fastNode interface {
-	run(v []byte, k func(out []byte) bool) (decided bool)
-	one(v []byte) (out []byte, decided bool)
+	run(v []byte, x jsondoc.Index, k func(out []byte) bool) (decided bool)
+	one(v []byte, x jsondoc.Index) (out []byte, decided bool)
 }
 
 // runOne is run for nodes with at most one output.
-func runOne(n fastNode, v []byte, k func([]byte) bool) bool {
-	out, decided := n.one(v)
+func runOne(n fastNode, v []byte, x jsondoc.Index, k func([]byte) bool) bool {
+	out, decided := n.one(v, x)
 	if decided && out != nil {
 		k(out)
 	}
@@ -51,8 +55,8 @@ func runOne(n fastNode, v []byte, k func([]byte) bool) bool {
 }
 
 // firstOf is one for nodes with any number of outputs.
-func firstOf(n fastNode, v []byte) (out []byte, decided bool) {
-	decided = n.run(v, func(o []byte) bool { out = o; return false })
+func firstOf(n fastNode, v []byte, x jsondoc.Index) (out []byte, decided bool) {
+	decided = n.run(v, x, func(o []byte) bool { out = o; return false })
 	return out, decided
 }
 
@@ -283,8 +287,10 @@ func constArg(q *gojq.Query) (string, bool) {
 // constant is a literal: its encoding.
 type constant struct{ json []byte }
 
-func (c constant) run(v []byte, k func([]byte) bool) bool { return runOne(c, v, k) }
-func (c constant) one([]byte) ([]byte, bool)              { return c.json, true }
+func (c constant) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool {
+	return runOne(c, v, x, k)
+}
+func (c constant) one([]byte, jsondoc.Index) ([]byte, bool) { return c.json, true }
 
 // step is one step of a path: a name, an index, or [] (iter).
 type step struct {
@@ -297,27 +303,27 @@ type step struct {
 // path is `.` followed by steps.
 type path []step
 
-func (p path) run(v []byte, k func([]byte) bool) bool {
-	_, decided := p.walk(v, k)
+func (p path) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool {
+	_, decided := p.walk(v, x, k)
 	return decided
 }
 
-func (p path) one(v []byte) ([]byte, bool) {
+func (p path) one(v []byte, x jsondoc.Index) ([]byte, bool) {
 	for _, s := range p {
 		if s.iter {
-			return firstOf(p, v)
+			return firstOf(p, v, x)
 		}
 	}
-	return p.at(v)
+	return p.at(v, x)
 }
 
 // walk gives k the outputs of p over v; more is false once k stopped.
-func (p path) walk(v []byte, k func([]byte) bool) (more, decided bool) {
+func (p path) walk(v []byte, x jsondoc.Index, k func([]byte) bool) (more, decided bool) {
 	for i, s := range p {
 		if !s.iter {
 			continue
 		}
-		if v, decided = p[:i].at(v); !decided {
+		if v, decided = p[:i].at(v, x); !decided {
 			return false, false
 		}
 		if len(v) == 0 || v[0] != '[' {
@@ -325,20 +331,20 @@ func (p path) walk(v []byte, k func([]byte) bool) (more, decided bool) {
 		}
 		more, decided = true, true
 		jsondoc.Each(v, func(e []byte) bool {
-			more, decided = p[i+1:].walk(e, k)
+			more, decided = p[i+1:].walk(e, nil, k)
 			return more && decided
 		})
 		return more, decided
 	}
-	if v, decided = p.at(v); !decided {
+	if v, decided = p.at(v, x); !decided {
 		return false, false
 	}
 	return k(v), true
 }
 
 // at follows a path without [] to its one output.
-func (p path) at(v []byte) ([]byte, bool) {
-	for _, s := range p {
+func (p path) at(v []byte, x jsondoc.Index) ([]byte, bool) {
+	for i, s := range p {
 		switch {
 		case len(v) == 0:
 			return nil, false
@@ -349,7 +355,12 @@ func (p path) at(v []byte) ([]byte, bool) {
 				return nil, false
 			}
 			var ok bool
-			if v, ok = jsondoc.Field(v, s.name); !ok {
+			if i == 0 && x != nil {
+				v, ok = x.Field(v, s.name)
+			} else {
+				v, ok = jsondoc.Field(v, s.name)
+			}
+			if !ok {
 				v = jsonNull
 			}
 		default:
@@ -371,22 +382,22 @@ type pipe struct {
 	lsingle bool
 }
 
-func (p pipe) one(v []byte) ([]byte, bool) {
+func (p pipe) one(v []byte, x jsondoc.Index) ([]byte, bool) {
 	if !p.lsingle {
-		return firstOf(p, v)
+		return firstOf(p, v, x)
 	}
-	o, decided := p.l.one(v)
+	o, decided := p.l.one(v, x)
 	if !decided || o == nil {
 		return nil, decided
 	}
-	return p.r.one(o)
+	return p.r.one(o, nil)
 }
 
-func (p pipe) run(v []byte, k func([]byte) bool) bool {
+func (p pipe) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool {
 	decided := true
-	ldecided := p.l.run(v, func(out []byte) bool {
+	ldecided := p.l.run(v, x, func(out []byte) bool {
 		more := true
-		if !p.r.run(out, func(o []byte) bool { more = k(o); return more }) {
+		if !p.r.run(out, nil, func(o []byte) bool { more = k(o); return more }) {
 			decided = false
 			return false
 		}
@@ -401,10 +412,12 @@ type binary struct {
 	l, r fastNode
 }
 
-func (b binary) run(v []byte, k func([]byte) bool) bool { return runOne(b, v, k) }
+func (b binary) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool {
+	return runOne(b, v, x, k)
+}
 
-func (b binary) one(v []byte) ([]byte, bool) {
-	l, ok := b.l.one(v)
+func (b binary) one(v []byte, x jsondoc.Index) ([]byte, bool) {
+	l, ok := b.l.one(v, x)
 	if !ok || l == nil {
 		return nil, false
 	}
@@ -413,13 +426,13 @@ func (b binary) one(v []byte) ([]byte, bool) {
 		if truthy(l) == (b.op == gojq.OpOr) {
 			return jsonBool(b.op == gojq.OpOr), true // the right side is not evaluated
 		}
-		r, ok := b.r.one(v)
+		r, ok := b.r.one(v, x)
 		if !ok || r == nil {
 			return nil, false
 		}
 		return jsonBool(truthy(r)), true
 	}
-	r, ok := b.r.one(v)
+	r, ok := b.r.one(v, x)
 	if !ok || r == nil {
 		return nil, false
 	}
@@ -492,16 +505,16 @@ func plainString(q []byte) (string, bool) {
 // not is `not`.
 type not struct{}
 
-func (n not) run(v []byte, k func([]byte) bool) bool { return runOne(n, v, k) }
-func (not) one(v []byte) ([]byte, bool)              { return jsonBool(!truthy(v)), true }
+func (n not) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool { return runOne(n, v, x, k) }
+func (not) one(v []byte, _ jsondoc.Index) ([]byte, bool)              { return jsonBool(!truthy(v)), true }
 
 // sel is `select(c)`.
 type sel struct{ c fastNode }
 
-func (s sel) run(v []byte, k func([]byte) bool) bool { return runOne(s, v, k) }
+func (s sel) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool { return runOne(s, v, x, k) }
 
-func (s sel) one(v []byte) ([]byte, bool) {
-	c, ok := s.c.one(v)
+func (s sel) one(v []byte, x jsondoc.Index) ([]byte, bool) {
+	c, ok := s.c.one(v, x)
 	if !ok || c == nil {
 		return nil, false
 	}
@@ -514,22 +527,27 @@ func (s sel) one(v []byte) ([]byte, bool) {
 // has is `has("name")` over objects (anything else is gojq's to answer).
 type has struct{ name string }
 
-func (h has) run(v []byte, k func([]byte) bool) bool { return runOne(h, v, k) }
+func (h has) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool { return runOne(h, v, x, k) }
 
-func (h has) one(v []byte) ([]byte, bool) {
+func (h has) one(v []byte, x jsondoc.Index) ([]byte, bool) {
 	if v[0] != '{' {
 		return nil, false
 	}
-	_, ok := jsondoc.Field(v, h.name)
+	var ok bool
+	if x != nil {
+		_, ok = x.Field(v, h.name)
+	} else {
+		_, ok = jsondoc.Field(v, h.name)
+	}
 	return jsonBool(ok), true
 }
 
 // test is `test(re)` over strings without escapes.
 type test struct{ re *regexp.Regexp }
 
-func (t test) run(v []byte, k func([]byte) bool) bool { return runOne(t, v, k) }
+func (t test) run(v []byte, x jsondoc.Index, k func([]byte) bool) bool { return runOne(t, v, x, k) }
 
-func (t test) one(v []byte) ([]byte, bool) {
+func (t test) one(v []byte, _ jsondoc.Index) ([]byte, bool) {
 	if v[0] != '"' {
 		return nil, false
 	}

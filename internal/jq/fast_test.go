@@ -132,8 +132,8 @@ func randomExpr(rng *rand.Rand) string {
 // JSON) and, if other is not nil, for Equal of doc and other. It returns
 // how many of the three questions the fast path decided. With knowing,
 // the Docs know where the member that the expression's paths start at is
-// (as an etcd key's object knows its value), so that the rebased fast
-// path answers.
+// (as an etcd key's object knows its value, and its Index), so that the
+// rebased fast path answers.
 func checkFast(t *testing.T, expr string, doc, other []byte, knowing bool) int {
 	t.Helper()
 	p, err := Compile("--filter", expr, Vars{})
@@ -151,15 +151,19 @@ func checkFast(t *testing.T, expr string, doc, other []byte, knowing bool) int {
 	docOf := func(b []byte) *jsondoc.Doc {
 		if knowing && p.rebasedOn != "" {
 			if v, ok := jsondoc.Field(b, p.rebasedOn); ok {
-				start := cap(b) - cap(v) // v is b[start:...]
-				return jsondoc.NewKnowing(b, p.rebasedOn, start, start+len(v))
+				start := cap(b) - cap(v)                          // v is b[start:...]
+				_, x, err := jsondoc.AppendCompactIndexed(nil, v) // v is compact: the same offsets
+				if err != nil {
+					t.Fatal(err)
+				}
+				return jsondoc.NewIndexed(b, p.rebasedOn, start, start+len(v), x)
 			}
 		}
 		return jsondoc.New(b)
 	}
-	n, in := p.fastInput(docOf(doc))
+	n, in, x := p.fastInput(docOf(doc))
 	decided := 0
-	if firstOut, ok := n.one(in); ok {
+	if firstOut, ok := n.one(in, x); ok {
 		decided++
 		want, err := p.Truthy(ctx, tree)
 		if err != nil {
@@ -170,7 +174,7 @@ func checkFast(t *testing.T, expr string, doc, other []byte, knowing bool) int {
 		}
 	}
 	var outs [][]byte
-	if n.run(in, func(o []byte) bool { outs = append(outs, o); return true }) {
+	if n.run(in, x, func(o []byte) bool { outs = append(outs, o); return true }) {
 		decided++
 		want, err := p.Run(ctx, tree)
 		if err != nil {

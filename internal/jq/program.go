@@ -118,23 +118,23 @@ func Compile(name, expr string, vars Vars) (*Program, error) {
 }
 
 // fastInput returns the fast path to run over d, and its input: the
-// rebased one over d's known member when it is the one the paths start
-// at, else fast over d's JSON.
-func (p *Program) fastInput(d *jsondoc.Doc) (fastNode, []byte) {
-	if v, ok := p.rebasedInput(d); ok {
-		return p.rebased, v
+// rebased one over d's known member (and its Index) when it is the one
+// the paths start at, else fast over d's JSON.
+func (p *Program) fastInput(d *jsondoc.Doc) (fastNode, []byte, jsondoc.Index) {
+	if v, x, ok := p.rebasedInput(d); ok {
+		return p.rebased, v, x
 	}
-	return p.fast, d.JSON()
+	return p.fast, d.JSON(), nil
 }
 
-// rebasedInput returns the input of rebased for d (d's known member), if
-// d knows the member that rebased reads.
-func (p *Program) rebasedInput(d *jsondoc.Doc) ([]byte, bool) {
+// rebasedInput returns the input of rebased for d (d's known member, and
+// its Index), if d knows the member that rebased reads.
+func (p *Program) rebasedInput(d *jsondoc.Doc) ([]byte, jsondoc.Index, bool) {
 	if p.rebased == nil {
-		return nil, false
+		return nil, nil, false
 	}
-	name, v := d.Known()
-	return v, name == p.rebasedOn
+	name, v, x := d.Known()
+	return v, x, name == p.rebasedOn
 }
 
 // Name returns what messages call the program (Compile's name).
@@ -163,8 +163,8 @@ func (p *Program) Truthy(ctx context.Context, v any) (bool, error) {
 // goes to gojq as it is.
 func (p *Program) TruthyDoc(ctx context.Context, v any) (bool, error) {
 	if d, ok := v.(*jsondoc.Doc); ok && p.fast != nil {
-		n, in := p.fastInput(d)
-		if out, decided := n.one(in); decided {
+		n, in, x := p.fastInput(d)
+		if out, decided := n.one(in, x); decided {
 			return out != nil && truthy(out), nil
 		}
 	}
@@ -187,19 +187,19 @@ func (p *Program) EqualDoc(ctx context.Context, a, b any) (bool, error) {
 // fastEqualDocs is EqualDoc's fast path: rebased over both known members
 // when it can, else over both Docs' JSON.
 func (p *Program) fastEqualDocs(da, db *jsondoc.Doc) (eq, decided bool) {
-	if va, ok := p.rebasedInput(da); ok {
-		if vb, ok := p.rebasedInput(db); ok {
-			return fastEqual(p.rebased, va, vb)
+	if va, xa, ok := p.rebasedInput(da); ok {
+		if vb, xb, ok := p.rebasedInput(db); ok {
+			return fastEqual(p.rebased, va, vb, xa, xb)
 		}
 	}
-	return fastEqual(p.fast, da.JSON(), db.JSON())
+	return fastEqual(p.fast, da.JSON(), db.JSON(), nil, nil)
 }
 
 // fastEqual compares the outputs of n for a and b, as Equal does.
-func fastEqual(n fastNode, a, b []byte) (eq, decided bool) {
+func fastEqual(n fastNode, a, b []byte, xa, xb jsondoc.Index) (eq, decided bool) {
 	var oa, ob [][]byte
-	if !n.run(a, func(o []byte) bool { oa = append(oa, o); return true }) ||
-		!n.run(b, func(o []byte) bool { ob = append(ob, o); return true }) {
+	if !n.run(a, xa, func(o []byte) bool { oa = append(oa, o); return true }) ||
+		!n.run(b, xb, func(o []byte) bool { ob = append(ob, o); return true }) {
 		return false, false
 	}
 	if len(oa) != len(ob) {

@@ -15,22 +15,44 @@ var errNotJSON = errors.New("not a JSON value")
 // nothing is called per byte.
 func AppendCompact(dst, src []byte) ([]byte, error) {
 	c := compactor{src: src, dst: dst}
+	return c.run(dst)
+}
+
+// AppendCompactIndexed is AppendCompact that also returns the Index of
+// the object src encodes: nil when src is not an object, or its compact
+// encoding is 64 KiB or more.
+func AppendCompactIndexed(dst, src []byte) ([]byte, Index, error) {
+	c := compactor{src: src, dst: dst, base: len(dst), indexing: true}
+	out, err := c.run(dst)
+	if err != nil || !c.indexing || len(out)-c.base > 1<<16-1 {
+		return out, nil, err
+	}
+	return out, c.index, nil
+}
+
+func (c *compactor) run(dst []byte) ([]byte, error) {
 	c.space()
 	if !c.value(0) {
 		return dst, errNotJSON
 	}
 	c.space()
-	if c.i != len(src) {
+	if c.i != len(c.src) {
 		return dst, errNotJSON
 	}
-	return append(c.dst, src[c.start:]...), nil
+	return append(c.dst, c.src[c.start:]...), nil
 }
 
 // compactor validates src and copies it to dst, leaving out space: start
-// is where the bytes not yet copied begin.
+// is where the bytes not yet copied begin. With indexing, it records the
+// Index of an object at depth 0 (written at dst[base:]); indexing is
+// cleared when there is none.
 type compactor struct {
 	src, dst []byte
 	i, start int
+
+	indexing bool
+	base     int
+	index    Index
 }
 
 // space skips space, copying what came before it.
@@ -80,6 +102,18 @@ func (c *compactor) container(depth int, close byte, members bool) bool {
 		return true
 	}
 	for {
+		if members && depth == 0 && c.indexing {
+			// Where the key lands in dst: after what is copied and
+			// what is pending.
+			if at := len(c.dst) + c.i - c.start - c.base; at <= 1<<16-1 {
+				if c.index == nil {
+					c.index = make(Index, 0, 16) // one allocation for most records
+				}
+				c.index = append(c.index, uint16(at))
+			} else {
+				c.indexing = false
+			}
+		}
 		if members {
 			if c.i >= len(c.src) || c.src[c.i] != '"' || !c.str() {
 				return false

@@ -34,6 +34,49 @@ func checkCompact(t *testing.T, src []byte) {
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("AppendCompact(%q) = %q, json.Compact makes %q", src, got, want.Bytes())
 	}
+	// AppendCompactIndexed makes the same bytes, and an Index that finds
+	// what scanning finds.
+	igot, x, ierr := AppendCompactIndexed([]byte("prefix"), src)
+	if !bytes.Equal(igot, got) || (ierr == nil) != (gerr == nil) {
+		t.Fatalf("AppendCompactIndexed(%q) = %q, %v; AppendCompact makes %q, %v", src, igot, ierr, got, gerr)
+	}
+	obj := got[len("prefix"):]
+	if gerr != nil || len(obj) == 0 || obj[0] != '{' {
+		if x != nil {
+			t.Fatalf("AppendCompactIndexed(%q): an Index of what is no object: %v", src, x)
+		}
+		return
+	}
+	if x == nil && len(obj) > 2 {
+		t.Fatalf("AppendCompactIndexed(%q): no Index", src)
+	}
+	checkIndex(t, obj, x)
+}
+
+// checkIndex: the members that x gives are those a scan of obj finds,
+// and x.Field finds what Field finds, for each key and for one absent.
+func checkIndex(t *testing.T, obj []byte, x Index) {
+	t.Helper()
+	scan, indexed := newWalker(obj, nil, noSpan), newWalker(obj, x, noSpan)
+	keys := []string{"absent"}
+	for {
+		qs, vs, _, sok := scan.next()
+		qi, vi, _, iok := indexed.next()
+		if sok != iok || !bytes.Equal(qs, qi) || !bytes.Equal(vs, vi) {
+			t.Fatalf("%s, Index %v: scanning finds %s:%s (%v), the Index %s:%s (%v)", obj, x, qs, vs, sok, qi, vi, iok)
+		}
+		if !sok {
+			break
+		}
+		keys = append(keys, string(decodeKey(qs)))
+	}
+	for _, k := range keys {
+		want, wok := Field(obj, k)
+		got, gok := x.Field(obj, k)
+		if wok != gok || !bytes.Equal(want, got) {
+			t.Fatalf("%s: Field(%q) = %s, %v; the Index's %s, %v", obj, k, want, wok, got, gok)
+		}
+	}
 }
 
 func TestAppendCompactCorpus(t *testing.T) {

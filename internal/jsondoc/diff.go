@@ -44,17 +44,69 @@ type Differ struct {
 	seen    [][]byte       // the keys of the object being walked (pairwise)
 	arena   []any          // the steps of out's paths
 	keys    map[string]any // keys seen, as steps: a key's string is made once
+	// subA, subB: the Indexes of the Docs' known members (nil: none).
+	subA, subB Index
 }
 
 // A pair is a member of two objects whose values differ: its key (plain
-// ASCII) and both values.
-type pair struct{ key, a, b []byte }
+// ASCII) and both values; known: it is both Docs' known member.
+type pair struct {
+	key, a, b []byte
+	known     bool
+}
 
 // span is where a value is in an encoding, if its maker said (Doc's known
 // member): b[start:end]; start < 0 for none.
 type span struct{ start, end int }
 
 var noSpan = span{-1, -1}
+
+// A walker steps through the members of an object in document order:
+// from its Index when it has one, else by scanning, reading past the
+// value at known without scanning it.
+type walker struct {
+	b     []byte
+	x     Index
+	i     int // the next member: an offset in b, or an entry of x
+	known span
+}
+
+func newWalker(b []byte, x Index, known span) walker {
+	if x != nil {
+		return walker{b: b, x: x, known: noSpan}
+	}
+	return walker{b: b, i: skipSpace(b, 1), known: known}
+}
+
+// next returns the next member's quoted key and its value, and whether
+// the value is at known; ok is false after the last.
+func (w *walker) next() (key, val []byte, atKnown, ok bool) {
+	if w.x != nil {
+		if w.i == len(w.x) {
+			return nil, nil, false, false
+		}
+		ks := int(w.x[w.i])
+		w.i++
+		ke := stringEnd(w.b, ks)
+		ve := len(w.b) - 1 // the closing brace
+		if w.i < len(w.x) {
+			ve = int(w.x[w.i]) - 1 // the comma
+		}
+		return w.b[ks:ke], w.b[ke+1 : ve], false, true
+	}
+	b, i := w.b, w.i
+	if i >= len(b) || b[i] == '}' {
+		return nil, nil, false, false
+	}
+	ke := stringEnd(b, i)
+	vs := skipSpace(b, skipSpace(b, ke)+1) // past ':'
+	ve := w.known.end
+	if vs != w.known.start {
+		ve = valueEnd(b, vs)
+	}
+	w.i = next(b, ve)
+	return b[i:ke], b[vs:ve], vs == w.known.start, true
+}
 
 // A step is one element of the path being walked: a key (the key's
 // bytes, unescaped) or an index.
@@ -70,10 +122,12 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 		d.arena = make([]any, 0, 16) // so that the root's path is [], not nil
 	}
 	ka, kb := noSpan, noSpan
+	d.subA, d.subB = nil, nil
 	if a.known != "" && a.known == b.known {
 		ka, kb = span{int(a.start), int(a.end)}, span{int(b.start), int(b.end)}
+		d.subA, d.subB = a.index, b.index
 	}
-	d.diffKnowing(a.json, b.json, ka, kb)
+	d.diffKnowing(a.json, b.json, ka, kb, nil, nil)
 	if len(d.out) == 0 {
 		return nil
 	}
@@ -109,19 +163,20 @@ func (d *Differ) key(k []byte) any {
 	return v
 }
 
-func (d *Differ) diff(a, b []byte) { d.diffKnowing(a, b, noSpan, noSpan) }
+func (d *Differ) diff(a, b []byte) { d.diffKnowing(a, b, noSpan, noSpan, nil, nil) }
 
 // diffKnowing is diff for a and b that may hold, at ka and kb, a member's
 // value whose end is known (the root of two Docs that know where their
-// values are): the pairwise walk over their members does not read it to
-// find its end.
-func (d *Differ) diffKnowing(a, b []byte, ka, kb span) {
+// values are), or that are objects indexed by xa and xb (their known
+// members): the pairwise walk over their members does not read what it
+// is told.
+func (d *Differ) diffKnowing(a, b []byte, ka, kb span, xa, xb Index) {
 	if bytes.Equal(a, b) {
 		return
 	}
 	switch {
 	case a[0] == '{' && b[0] == '{':
-		if d.pairwise(a, b, ka, kb) {
+		if d.pairwise(newWalker(a, xa, ka), newWalker(b, xb, kb)) {
 			return
 		}
 		depth := len(d.path)
@@ -184,39 +239,29 @@ func (d *Differ) diffKnowing(a, b []byte, ka, kb span) {
 // beyond ASCII (whose encodings may differ for the same key), and a key
 // that differs and is given twice (the last counts, and the walk pairs
 // each with its namesake).
-func (d *Differ) pairwise(a, b []byte, ka, kb span) bool {
+func (d *Differ) pairwise(wa, wb walker) bool {
 	depth := len(d.path)
 	for len(d.pairs) <= depth {
 		d.pairs = append(d.pairs, make([]pair, 0, 4))
 	}
 	diffs, seen := d.pairs[depth][:0], d.seen[:0]
-	i, j := skipSpace(a, 1), skipSpace(b, 1)
 	for {
-		aEnd, bEnd := i >= len(a) || a[i] == '}', j >= len(b) || b[j] == '}'
-		if aEnd || bEnd {
-			if aEnd != bEnd {
+		qa, va, knownA, aok := wa.next()
+		qb, vb, knownB, bok := wb.next()
+		if !aok || !bok {
+			if aok != bok {
 				return false
 			}
 			break
 		}
-		kae, kbe := stringEnd(a, i), stringEnd(b, j)
-		key := a[i+1 : kae-1]
-		if !bytes.Equal(key, b[j+1:kbe-1]) || !plainASCII(key) {
+		key := qa[1 : len(qa)-1]
+		if !bytes.Equal(qa, qb) || !plainASCII(key) {
 			return false
 		}
-		i, j = skipSpace(a, skipSpace(a, kae)+1), skipSpace(b, skipSpace(b, kbe)+1) // past ':'
-		vae, vbe := ka.end, kb.end
-		if i != ka.start {
-			vae = valueEnd(a, i)
-		}
-		if j != kb.start {
-			vbe = valueEnd(b, j)
-		}
-		if !bytes.Equal(a[i:vae], b[j:vbe]) {
-			diffs = append(diffs, pair{key, a[i:vae], b[j:vbe]})
+		if !bytes.Equal(va, vb) {
+			diffs = append(diffs, pair{key, va, vb, knownA && knownB})
 		}
 		seen = append(seen, key)
-		i, j = next(a, vae), next(b, vbe)
 	}
 	d.seen = seen
 	for _, p := range diffs {
@@ -237,7 +282,11 @@ func (d *Differ) pairwise(a, b []byte, ka, kb span) bool {
 	for k := range diffs {
 		p := &d.pairs[depth][k]
 		d.path = append(d.path, step{key: p.key})
-		d.diff(p.a, p.b)
+		if p.known {
+			d.diffKnowing(p.a, p.b, noSpan, noSpan, d.subA, d.subB)
+		} else {
+			d.diff(p.a, p.b)
+		}
 		d.path = d.path[:len(d.path)-1]
 	}
 	return true

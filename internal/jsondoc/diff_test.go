@@ -177,10 +177,15 @@ func checkDiff(t *testing.T, a, b []byte) {
 		t.Fatalf("Diff(%s, %s) (-model +Diff):\n%s", a, b, diff)
 	}
 	// The same values as an etcd key's object holds them, its value's
-	// place known (NewKnowing): the paths are the value's, under "value".
+	// place known and indexed (NewIndexed): the paths are the value's,
+	// under "value".
 	wrap := func(v []byte) *Doc {
 		pre := `{"key":"k","value":`
-		return NewKnowing([]byte(pre+string(v)+`,"version":2}`), "value", len(pre), len(pre)+len(v))
+		_, x, err := AppendCompactIndexed(nil, v) // v is compact: the same offsets
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewIndexed([]byte(pre+string(v)+`,"version":2}`), "value", len(pre), len(pre)+len(v), x)
 	}
 	var wrapped []Path
 	for _, p := range want {

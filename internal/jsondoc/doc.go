@@ -25,6 +25,7 @@ type Doc struct {
 	// is json[start:end], as its maker said (NewKnowing).
 	known      string
 	start, end int32
+	index      Index // of the known member, if it is an object (NewIndexed)
 }
 
 // New returns the Doc of b, which must be one compact, valid JSON value
@@ -41,6 +42,16 @@ func NewKnowing(b []byte, name string, start, end int) *Doc {
 	return &Doc{json: b, known: name, start: int32(start), end: int32(end)}
 }
 
+// NewIndexed is NewKnowing for a known member that is an object indexed
+// by x (AppendCompactIndexed made both).
+func NewIndexed(b []byte, name string, start, end int, x Index) *Doc {
+	d := NewKnowing(b, name, start, end)
+	if d.known != "" {
+		d.index = x
+	}
+	return d
+}
+
 // Member returns the encoding of the member named name of the object d,
 // and whether there is one, as Field(d.JSON(), name) does.
 func (d *Doc) Member(name string) ([]byte, bool) {
@@ -51,12 +62,13 @@ func (d *Doc) Member(name string) ([]byte, bool) {
 }
 
 // Known returns the member that d's maker said where it is (NewKnowing),
-// and its encoding; "" and nil when none.
-func (d *Doc) Known() (name string, json []byte) {
+// its encoding, and its Index (nil: none, NewIndexed); "" and nil when
+// none.
+func (d *Doc) Known() (name string, json []byte, x Index) {
 	if d.known == "" {
-		return "", nil
+		return "", nil, nil
 	}
-	return d.known, d.json[d.start:d.end]
+	return d.known, d.json[d.start:d.end], d.index
 }
 
 // Compact returns the Doc of the JSON text b, compacted. It fails if b is

@@ -1,0 +1,31 @@
+package jsondoc
+
+// An Index is where the members of a compact JSON object begin: the
+// offset, from the object's opening brace, of each key's opening quote,
+// in document order. AppendCompactIndexed makes it as it compacts, for
+// nothing; a Doc keeps the Index of its known member (an etcd key's
+// value), so that a jq path into the value and the Differ find its
+// members without reading through it. An object is indexed when it is
+// under 64 KiB.
+type Index []uint16
+
+// Field is Field(obj, key) for the object obj indexed by x: of a key given
+// twice the last counts.
+func (x Index) Field(obj []byte, key string) ([]byte, bool) {
+	for k := len(x) - 1; k >= 0; k-- {
+		ks := int(x[k])
+		if ke := stringEnd(obj, ks); keyIs(obj[ks:ke], key) {
+			return x.value(obj, k, ke), true
+		}
+	}
+	return nil, false
+}
+
+// value returns the value of member k, whose key ends at ke.
+func (x Index) value(obj []byte, k, ke int) []byte {
+	ve := len(obj) - 1 // the closing brace
+	if k+1 < len(x) {
+		ve = int(x[k+1]) - 1 // the comma
+	}
+	return obj[ke+1 : ve]
+}
