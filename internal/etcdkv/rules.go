@@ -47,9 +47,13 @@ func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.K
 			logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, r.name())
 		}
 		obj, err := Object(kv, mode, fields)
-		var ve *ValueError
-		if errors.As(err, &ve) {
-			ve.Flag = r.ModeFlag
+		if err != nil {
+			// Only here: errors.As's target escapes, an allocation
+			// for every record.
+			var ve *ValueError
+			if errors.As(err, &ve) {
+				ve.Flag = r.ModeFlag
+			}
 		}
 		return obj, err
 	}
