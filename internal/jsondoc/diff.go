@@ -61,9 +61,9 @@ type span struct{ start, end int }
 
 var noSpan = span{-1, -1}
 
-// A walker steps through the members of an object in document order:
-// from its Index when it has one, else by scanning, reading past the
-// value at known without scanning it.
+// A walker steps through the members of a compact object in document
+// order: from its Index when it has one, else by scanning, reading past
+// the value at known without scanning it.
 type walker struct {
 	b     []byte
 	x     Index
@@ -75,7 +75,7 @@ func newWalker(b []byte, x Index, known span) walker {
 	if x != nil {
 		return walker{b: b, x: x, known: noSpan}
 	}
-	return walker{b: b, i: skipSpace(b, 1), known: known}
+	return walker{b: b, i: 1, known: known}
 }
 
 // next returns the next member's quoted key and its value, and whether
@@ -98,13 +98,18 @@ func (w *walker) next() (key, val []byte, atKnown, ok bool) {
 	if i >= len(b) || b[i] == '}' {
 		return nil, nil, false, false
 	}
+	// Docs are compact: a colon follows the key, a comma or the
+	// closing brace the value.
 	ke := stringEnd(b, i)
-	vs := skipSpace(b, skipSpace(b, ke)+1) // past ':'
+	vs := ke + 1
 	ve := w.known.end
 	if vs != w.known.start {
 		ve = valueEnd(b, vs)
 	}
-	w.i = next(b, ve)
+	w.i = ve
+	if ve < len(b) && b[ve] == ',' {
+		w.i++
+	}
 	return b[i:ke], b[vs:ve], vs == w.known.start, true
 }
 
