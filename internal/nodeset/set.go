@@ -11,56 +11,51 @@ type entry struct {
 func lessEntry(a, b *entry) bool { return a.id < b.id }
 
 // Set is a set of objects ordered by id (byte-wise, as etcd orders keys).
-// Lookups, inserts and deletes cost O(log n). The zero value is not usable;
-// call NewSet. A Set is not safe for concurrent use.
+// Lookups cost O(1), inserts and deletes O(log n). The zero value is not
+// usable; call NewSet. A Set is not safe for concurrent use.
 type Set struct {
 	tree *btree.BTreeG[*entry]
-	// last is the entry the last Get found: the follower looks an id up,
-	// then puts its new object, which replaces last's in place instead
-	// of walking the tree a second time.
-	last  *entry
-	probe entry // the key of a lookup (a pointer to it does not allocate)
+	// byID finds an entry without walking the tree: the follower looks
+	// up every change's id, and most changes update an object in place.
+	byID map[string]*entry
 }
 
 // NewSet returns an empty Set.
 func NewSet() *Set {
-	return &Set{tree: btree.NewG(32, lessEntry)}
+	return &Set{tree: btree.NewG(32, lessEntry), byID: map[string]*entry{}}
 }
 
 // Len returns the number of objects in the set.
-func (s *Set) Len() int { return s.tree.Len() }
+func (s *Set) Len() int { return len(s.byID) }
 
 // Get returns the object stored under id and whether there is one.
 func (s *Set) Get(id string) (any, bool) {
-	e, ok := s.tree.Get(s.key(id))
+	e, ok := s.byID[id]
 	if !ok {
 		return nil, false
 	}
-	s.last = e
 	return e.obj, true
 }
 
 // Put stores obj under id, replacing any earlier object.
 func (s *Set) Put(id string, obj any) {
-	if s.last != nil && s.last.id == id {
-		s.last.obj = obj
+	if e, ok := s.byID[id]; ok {
+		e.obj = obj
 		return
 	}
-	s.tree.ReplaceOrInsert(&entry{id: id, obj: obj})
-}
-
-// key returns the probe for a lookup of id.
-func (s *Set) key(id string) *entry {
-	s.probe = entry{id: id}
-	return &s.probe
+	e := &entry{id: id, obj: obj}
+	s.byID[id] = e
+	s.tree.ReplaceOrInsert(e)
 }
 
 // Delete removes id from the set; it is a no-op if id is absent.
 func (s *Set) Delete(id string) {
-	if s.last != nil && s.last.id == id {
-		s.last = nil
+	e, ok := s.byID[id]
+	if !ok {
+		return
 	}
-	s.tree.Delete(s.key(id))
+	delete(s.byID, id)
+	s.tree.Delete(e)
 }
 
 // Ascend calls fn for every object in ascending id order until fn returns
