@@ -99,99 +99,70 @@ func (r *watchResponse) decode(b []byte) error {
 	events := r.events[:0]
 	clear(r.events[:cap(r.events)]) // no key or value of an earlier response stays reachable
 	*r = watchResponse{buf: r.buf}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errWire
-		}
-		b = b[n:]
+	err := fields(b, func(num protowire.Number, typ protowire.Type, b []byte) ([]byte, error) {
+		var v uint64
+		var m []byte
 		var err error
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			var m []byte
 			if m, b, err = consumeBytes(b); err == nil {
 				r.hasHeader = true
 				err = r.decodeHeader(m)
 			}
-		case num == 2 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
-			r.watchID = int64(v)
-		case num == 3 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
-			r.created = v != 0
-		case num == 4 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
-			r.canceled = v != 0
-		case num == 5 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
-			r.compactRevision = int64(v)
-		case num == 6 && typ == protowire.BytesType:
-			var s []byte
-			s, b, err = consumeBytes(b)
-			r.cancelReason = string(s)
-		case num == 7 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
-			r.fragment = v != 0
 		case num == 11 && typ == protowire.BytesType:
-			var m []byte
 			if m, b, err = consumeBytes(b); err == nil {
 				events = append(events, watchEvent{})
 				err = events[len(events)-1].decode(m)
 			}
+		case num == 6 && typ == protowire.BytesType:
+			m, b, err = consumeBytes(b)
+			r.cancelReason = string(m)
+		case num >= 2 && num <= 7 && num != 6 && typ == protowire.VarintType:
+			v, b, err = consumeVarint(b)
+			switch num {
+			case 2:
+				r.watchID = int64(v)
+			case 3:
+				r.created = v != 0
+			case 4:
+				r.canceled = v != 0
+			case 5:
+				r.compactRevision = int64(v)
+			case 7:
+				r.fragment = v != 0
+			}
 		case num >= 1 && num <= 7 || num == 11:
-			return errWire // a known field of the wrong wire type
+			return b, errWire // a known field of the wrong wire type
 		default:
 			b, err = skipField(b, num, typ)
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return b, err
+	})
 	r.events = events
-	return nil
+	return err
 }
 
 // decodeHeader decodes a ResponseHeader's revision (field 3) into r.
 func (r *watchResponse) decodeHeader(b []byte) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errWire
-		}
-		b = b[n:]
-		var err error
+	return fields(b, func(num protowire.Number, typ protowire.Type, b []byte) ([]byte, error) {
 		switch {
 		case num >= 1 && num <= 4 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
+			v, b, err := consumeVarint(b)
 			if num == 3 {
 				r.revision = int64(v)
 			}
+			return b, err
 		case num >= 1 && num <= 4:
-			return errWire
-		default:
-			b, err = skipField(b, num, typ)
+			return b, errWire
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return skipField(b, num, typ)
+	})
 }
 
 // decode decodes an mvccpb.Event into e, merging into what e holds.
 func (e *watchEvent) decode(b []byte) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errWire
-		}
-		b = b[n:]
+	return fields(b, func(num protowire.Number, typ protowire.Type, b []byte) ([]byte, error) {
+		var m []byte
 		var err error
 		switch {
 		case num == 1 && typ == protowire.VarintType:
@@ -199,43 +170,31 @@ func (e *watchEvent) decode(b []byte) error {
 			v, b, err = consumeVarint(b)
 			e.typ = mvccpb.Event_EventType(int32(v))
 		case num == 2 && typ == protowire.BytesType:
-			var m []byte
 			if m, b, err = consumeBytes(b); err == nil {
 				err = decodeKeyValue(&e.kv, m)
 			}
 		case num == 3 && typ == protowire.BytesType:
 			// prev_kv: never asked for, but checked as the generated
 			// code would.
-			var m []byte
 			if m, b, err = consumeBytes(b); err == nil {
 				err = decodeKeyValue(&mvccpb.KeyValue{}, m)
 			}
 		case num >= 1 && num <= 3:
-			return errWire
+			return b, errWire
 		default:
 			b, err = skipField(b, num, typ)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return b, err
+	})
 }
 
 // decodeKeyValue decodes an mvccpb.KeyValue into kv, its key and value
 // pointing into b.
 func decodeKeyValue(kv *mvccpb.KeyValue, b []byte) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errWire
-		}
-		b = b[n:]
-		var err error
+	return fields(b, func(num protowire.Number, typ protowire.Type, b []byte) ([]byte, error) {
 		switch {
 		case (num == 1 || num == 5) && typ == protowire.BytesType:
-			var v []byte
-			v, b, err = consumeBytes(b)
+			v, b, err := consumeBytes(b)
 			if v == nil {
 				v = []byte{}
 			}
@@ -244,9 +203,9 @@ func decodeKeyValue(kv *mvccpb.KeyValue, b []byte) error {
 			} else {
 				kv.Value = v
 			}
+			return b, err
 		case num >= 2 && num <= 6 && num != 5 && typ == protowire.VarintType:
-			var v uint64
-			v, b, err = consumeVarint(b)
+			v, b, err := consumeVarint(b)
 			switch num {
 			case 2:
 				kv.CreateRevision = int64(v)
@@ -257,12 +216,25 @@ func decodeKeyValue(kv *mvccpb.KeyValue, b []byte) error {
 			case 6:
 				kv.Lease = int64(v)
 			}
+			return b, err
 		case num >= 1 && num <= 6:
-			return errWire
-		default:
-			b, err = skipField(b, num, typ)
+			return b, errWire
 		}
-		if err != nil {
+		return skipField(b, num, typ)
+	})
+}
+
+// fields calls fn with each field of the message encoded in b: its
+// number, its wire type and what follows its tag; fn returns what follows
+// the field.
+func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, rest []byte) ([]byte, error)) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errWire
+		}
+		var err error
+		if b, err = fn(num, typ, b[n:]); err != nil {
 			return err
 		}
 	}
