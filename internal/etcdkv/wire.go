@@ -231,6 +231,9 @@ func fields(b []byte, fn func(num protowire.Number, typ protowire.Type, rest []b
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
+			if tag, n := protowire.ConsumeVarint(b); n > 0 && tag>>3 > uint64(protowire.MaxValidNumber) {
+				return errFieldNumber
+			}
 			return errWire
 		}
 		var err error
@@ -258,6 +261,10 @@ func consumeBytes(b []byte) ([]byte, []byte, error) {
 	}
 	return v[:len(v):len(v)], b[n:], nil
 }
+
+// errFieldNumber is a field number above protobuf's largest (2^29-1),
+// which the generated code takes (cut to 32 bits) and protowire does not.
+var errFieldNumber = fmt.Errorf("%w: a field number out of range", errWire)
 
 // errGroup is a malformed group (deprecated in protobuf, never sent by
 // etcd), which the generated code skips more loosely than protowire.
