@@ -124,13 +124,10 @@ func mutate(r *rand.Rand, v *jv, depth int) *jv {
 	return c
 }
 
-// encode writes v compactly, members in a random order, now and then
-// after a decoy member with the same key and a random value (which the
-// last one overrides).
-func encode(r *rand.Rand, v *jv, b *strings.Builder) { encodeOrdered(r, v, b, false) }
-
-// encodeOrdered is encode, with members in v's order if ordered (as one
-// serializer writes two states of a record: what Differ.pairwise takes).
+// encodeOrdered writes v compactly, members in a random order (in v's
+// order if ordered, as one serializer writes two states of a record:
+// what Differ.pairwise takes), now and then after a decoy member with
+// the same key and a random value (which the last one overrides).
 func encodeOrdered(r *rand.Rand, v *jv, b *strings.Builder, ordered bool) {
 	switch v.kind {
 	case 's':
