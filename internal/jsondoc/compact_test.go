@@ -57,7 +57,7 @@ func checkCompact(t *testing.T, src []byte) {
 // and x.Field finds what Field finds, for each key and for one absent.
 func checkIndex(t *testing.T, obj []byte, x Index) {
 	t.Helper()
-	scan, indexed := newWalker(obj, nil, noSpan), newWalker(obj, x, noSpan)
+	scan, indexed := newWalker(obj, hint{}), newWalker(obj, hint{x: x})
 	keys := []string{"absent"}
 	for {
 		qs, vs, _, sok := scan.next()

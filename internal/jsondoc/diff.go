@@ -44,73 +44,67 @@ type Differ struct {
 	seen    [][]byte       // the keys of the object being walked (pairwise)
 	arena   []any          // the steps of out's paths
 	keys    map[string]any // keys seen, as steps: a key's string is made once
-	// subA, subB: the Indexes of the Docs' known members (nil: none).
-	subA, subB Index
 }
 
 // A pair is a member of two objects whose values differ: its key (plain
-// ASCII) and both values; known: it is both Docs' known member.
+// ASCII), both values, and what is known of each (the Docs' known
+// member: its Index).
 type pair struct {
 	key, a, b []byte
-	known     bool
+	ha, hb    hint
 }
 
-// span is where a value is in an encoding, if its maker said (Doc's known
-// member): b[start:end]; start < 0 for none.
-type span struct{ start, end int }
+// A hint is what a Doc's maker said of an object, so that walking its
+// members need not read everything: x is its own Index; or the member
+// whose value is at b[known, end] is known, and sub is that value's
+// Index. The zero hint says nothing.
+type hint struct {
+	x          Index
+	known, end int
+	sub        Index
+}
 
-var noSpan = span{-1, -1}
-
-// A walker steps through the members of a compact object in document
-// order: from its Index when it has one, else by scanning, reading past
-// the value at known without scanning it.
+// A walker steps through the members of an object in document order:
+// from its Index when it has one, else by scanning, reading past the
+// known member's value without scanning it.
 type walker struct {
-	b     []byte
-	x     Index
-	i     int // the next member: an offset in b, or an entry of x
-	known span
+	b []byte
+	h hint
+	i int // the next member: an offset in b, or an entry of h.x
 }
 
-func newWalker(b []byte, x Index, known span) walker {
-	if x != nil {
-		return walker{b: b, x: x, known: noSpan}
+func newWalker(b []byte, h hint) walker {
+	if h.x != nil {
+		return walker{b: b, h: h}
 	}
-	return walker{b: b, i: 1, known: known}
+	return walker{b: b, h: h, i: skipSpace(b, 1)}
 }
 
-// next returns the next member's quoted key and its value, and whether
-// the value is at known; ok is false after the last.
-func (w *walker) next() (key, val []byte, atKnown, ok bool) {
-	if w.x != nil {
-		if w.i == len(w.x) {
-			return nil, nil, false, false
+// next returns the next member's quoted key and its value, and its hint
+// (the known member's Index); ok is false after the last.
+func (w *walker) next() (key, val []byte, h hint, ok bool) {
+	if x := w.h.x; x != nil {
+		if w.i == len(x) {
+			return nil, nil, hint{}, false
 		}
-		ks := int(w.x[w.i])
+		k, ks := w.i, int(x[w.i])
 		w.i++
 		ke := stringEnd(w.b, ks)
-		ve := len(w.b) - 1 // the closing brace
-		if w.i < len(w.x) {
-			ve = int(w.x[w.i]) - 1 // the comma
-		}
-		return w.b[ks:ke], w.b[ke+1 : ve], false, true
+		return w.b[ks:ke], x.value(w.b, k, ke), hint{}, true
 	}
 	b, i := w.b, w.i
 	if i >= len(b) || b[i] == '}' {
-		return nil, nil, false, false
+		return nil, nil, hint{}, false
 	}
-	// Docs are compact: a colon follows the key, a comma or the
-	// closing brace the value.
 	ke := stringEnd(b, i)
-	vs := ke + 1
-	ve := w.known.end
-	if vs != w.known.start {
-		ve = valueEnd(b, vs)
+	vs := skipSpace(b, skipSpace(b, ke)+1) // past ':'
+	if vs == w.h.known && vs > 0 {
+		w.i = next(b, w.h.end)
+		return b[i:ke], b[vs:w.h.end], hint{x: w.h.sub}, true
 	}
-	w.i = ve
-	if ve < len(b) && b[ve] == ',' {
-		w.i++
-	}
-	return b[i:ke], b[vs:ve], vs == w.known.start, true
+	ve := valueEnd(b, vs)
+	w.i = next(b, ve)
+	return b[i:ke], b[vs:ve], hint{}, true
 }
 
 // A step is one element of the path being walked: a key (the key's
@@ -126,13 +120,12 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 	if d.arena == nil {
 		d.arena = make([]any, 0, 16) // so that the root's path is [], not nil
 	}
-	ka, kb := noSpan, noSpan
-	d.subA, d.subB = nil, nil
+	var ha, hb hint
 	if a.known != "" && a.known == b.known {
-		ka, kb = span{int(a.start), int(a.end)}, span{int(b.start), int(b.end)}
-		d.subA, d.subB = a.index, b.index
+		ha = hint{known: int(a.start), end: int(a.end), sub: a.index}
+		hb = hint{known: int(b.start), end: int(b.end), sub: b.index}
 	}
-	d.diffKnowing(a.json, b.json, ka, kb, nil, nil)
+	d.diffHinted(a.json, b.json, ha, hb)
 	if len(d.out) == 0 {
 		return nil
 	}
@@ -168,20 +161,19 @@ func (d *Differ) key(k []byte) any {
 	return v
 }
 
-func (d *Differ) diff(a, b []byte) { d.diffKnowing(a, b, noSpan, noSpan, nil, nil) }
+func (d *Differ) diff(a, b []byte) { d.diffHinted(a, b, hint{}, hint{}) }
 
-// diffKnowing is diff for a and b that may hold, at ka and kb, a member's
-// value whose end is known (the root of two Docs that know where their
-// values are), or that are objects indexed by xa and xb (their known
-// members): the pairwise walk over their members does not read what it
-// is told.
-func (d *Differ) diffKnowing(a, b []byte, ka, kb span, xa, xb Index) {
+// diffHinted is diff for a and b with what their Docs' maker said of
+// them (the root of two Docs that know where their values are, or those
+// values): the pairwise walk over their members does not read what it is
+// told.
+func (d *Differ) diffHinted(a, b []byte, ha, hb hint) {
 	if bytes.Equal(a, b) {
 		return
 	}
 	switch {
 	case a[0] == '{' && b[0] == '{':
-		if d.pairwise(newWalker(a, xa, ka), newWalker(b, xb, kb)) {
+		if d.pairwise(newWalker(a, ha), newWalker(b, hb)) {
 			return
 		}
 		depth := len(d.path)
@@ -251,8 +243,8 @@ func (d *Differ) pairwise(wa, wb walker) bool {
 	}
 	diffs, seen := d.pairs[depth][:0], d.seen[:0]
 	for {
-		qa, va, knownA, aok := wa.next()
-		qb, vb, knownB, bok := wb.next()
+		qa, va, ha, aok := wa.next()
+		qb, vb, hb, bok := wb.next()
 		if !aok || !bok {
 			if aok != bok {
 				return false
@@ -264,7 +256,7 @@ func (d *Differ) pairwise(wa, wb walker) bool {
 			return false
 		}
 		if !bytes.Equal(va, vb) {
-			diffs = append(diffs, pair{key, va, vb, knownA && knownB})
+			diffs = append(diffs, pair{key, va, vb, ha, hb})
 		}
 		seen = append(seen, key)
 	}
@@ -287,11 +279,7 @@ func (d *Differ) pairwise(wa, wb walker) bool {
 	for k := range diffs {
 		p := &d.pairs[depth][k]
 		d.path = append(d.path, step{key: p.key})
-		if p.known {
-			d.diffKnowing(p.a, p.b, noSpan, noSpan, d.subA, d.subB)
-		} else {
-			d.diff(p.a, p.b)
-		}
+		d.diffHinted(p.a, p.b, p.ha, p.hb)
 		d.path = d.path[:len(d.path)-1]
 	}
 	return true
@@ -326,15 +314,13 @@ type member struct {
 // members appends the members of the object encoded in b to ms, sorted
 // by key; of a key given twice the last one counts, as when decoding.
 func members(b []byte, ms []member) []member {
-	i := skipSpace(b, 1)
-	for i < len(b) && b[i] != '}' {
-		end := valueEnd(b, i)
-		key := b[i:end]
-		i = skipSpace(b, end)
-		i = skipSpace(b, i+1) // ':'
-		vend := valueEnd(b, i)
-		ms = append(ms, member{key: decodeKey(key), val: b[i:vend]})
-		i = next(b, vend)
+	w := newWalker(b, hint{})
+	for {
+		key, val, _, ok := w.next()
+		if !ok {
+			break
+		}
+		ms = append(ms, member{key: decodeKey(key), val: val})
 	}
 	if !slices.IsSortedFunc(ms, byKey) {
 		slices.SortStableFunc(ms, byKey)
