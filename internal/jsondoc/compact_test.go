@@ -57,11 +57,11 @@ func checkCompact(t *testing.T, src []byte) {
 // and x.Field finds what Field finds, for each key and for one absent.
 func checkIndex(t *testing.T, obj []byte, x Index) {
 	t.Helper()
-	scan, indexed := newWalker(obj, hint{}), newWalker(obj, hint{x: x})
+	scan, indexed := newWalker(obj, nil), newWalker(obj, x)
 	keys := []string{"absent"}
 	for {
-		qs, vs, _, sok := scan.next()
-		qi, vi, _, iok := indexed.next()
+		sok, iok := scan.next(), indexed.next()
+		qs, vs, qi, vi := scan.key, scan.val, indexed.key, indexed.val
 		if sok != iok || !bytes.Equal(qs, qi) || !bytes.Equal(vs, vi) {
 			t.Fatalf("%s, Index %v: scanning finds %s:%s (%v), the Index %s:%s (%v)", obj, x, qs, vs, sok, qi, vi, iok)
 		}

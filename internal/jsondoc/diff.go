@@ -47,64 +47,73 @@ type Differ struct {
 }
 
 // A pair is a member of two objects whose values differ: its key (plain
-// ASCII), both values, and what is known of each (the Docs' known
-// member: its Index).
+// ASCII), both values, and each value's Index if its Doc's maker gave
+// one.
 type pair struct {
 	key, a, b []byte
-	ha, hb    hint
-}
-
-// A hint is what a Doc's maker said of an object, so that walking its
-// members need not read everything: x is its own Index; or the member
-// whose value is at b[known, end] is known, and sub is that value's
-// Index. The zero hint says nothing.
-type hint struct {
-	x          Index
-	known, end int
-	sub        Index
+	xa, xb    Index
 }
 
 // A walker steps through the members of an object in document order:
-// from its Index when it has one, else by scanning, reading past the
-// known member's value without scanning it.
+// from the object's Index when it has one, else by scanning, reading past
+// the known member's value (b[known:end], whose Index is sub) without
+// scanning it. next leaves the member it reached in key, val and vx.
 type walker struct {
-	b []byte
-	h hint
-	i int // the next member: an offset in b, or an entry of h.x
+	b          []byte
+	x          Index
+	known, end int
+	sub        Index
+	i          int // the next member: an offset in b, or an entry of x
+
+	key, val []byte // the member reached: its quoted key and its value
+	vx       Index  // val's Index, if known
 }
 
-func newWalker(b []byte, h hint) walker {
-	if h.x != nil {
-		return walker{b: b, h: h}
+// newWalker walks the object b, indexed by x if x is not nil.
+func newWalker(b []byte, x Index) walker {
+	if x != nil {
+		return walker{b: b, x: x}
 	}
-	return walker{b: b, h: h, i: skipSpace(b, 1)}
+	return walker{b: b, i: skipSpace(b, 1)}
 }
 
-// next returns the next member's quoted key and its value, and its hint
-// (the known member's Index); ok is false after the last.
-func (w *walker) next() (key, val []byte, h hint, ok bool) {
-	if x := w.h.x; x != nil {
+// newKnowing walks the object b whose member with the value b[known:end]
+// is known, that value indexed by sub.
+func newKnowing(b []byte, known, end int, sub Index) walker {
+	return walker{b: b, known: known, end: end, sub: sub, i: skipSpace(b, 1)}
+}
+
+// next moves to the next member; it returns false after the last.
+func (w *walker) next() bool {
+	if x := w.x; x != nil {
 		if w.i == len(x) {
-			return nil, nil, hint{}, false
+			return false
 		}
 		k, ks := w.i, int(x[w.i])
 		w.i++
 		ke := stringEnd(w.b, ks)
-		return w.b[ks:ke], x.value(w.b, k, ke), hint{}, true
+		w.key, w.val = w.b[ks:ke], x.value(w.b, k, ke)
+		return true
 	}
 	b, i := w.b, w.i
 	if i >= len(b) || b[i] == '}' {
-		return nil, nil, hint{}, false
+		return false
 	}
 	ke := stringEnd(b, i)
-	vs := skipSpace(b, skipSpace(b, ke)+1) // past ':'
-	if vs == w.h.known && vs > 0 {
-		w.i = next(b, w.h.end)
-		return b[i:ke], b[vs:w.h.end], hint{x: w.h.sub}, true
+	vs := ke + 1 // past ':', in compact JSON
+	if b[ke] != ':' || isSpace(b[vs]) {
+		vs = skipSpace(b, skipSpace(b, ke)+1)
+	}
+	w.key = b[i:ke]
+	if vs == w.known && vs > 0 {
+		w.i = next(b, w.end)
+		w.val, w.vx = b[vs:w.end], w.sub
+		return true
 	}
 	ve := valueEnd(b, vs)
 	w.i = next(b, ve)
-	return b[i:ke], b[vs:ve], hint{}, true
+	w.val = b[vs:ve]
+	return true
 }
 
 // A step is one element of the path being walked: a key (the key's
@@ -120,12 +129,16 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 	if d.arena == nil {
 		d.arena = make([]any, 0, 16) // so that the root's path is [], not nil
 	}
-	var ha, hb hint
-	if a.known != "" && a.known == b.known {
-		ha = hint{known: int(a.start), end: int(a.end), sub: a.index}
-		hb = hint{known: int(b.start), end: int(b.end), sub: b.index}
+	if a.known != "" && a.known == b.known && !bytes.Equal(a.json, b.json) {
+		// Both roots are objects that know where the member is.
+		wa := newKnowing(a.json, int(a.start), int(a.end), a.index)
+		wb := newKnowing(b.json, int(b.start), int(b.end), b.index)
+		if !d.pairwise(&wa, &wb) {
+			d.merge(a.json, b.json)
+		}
+	} else {
+		d.diff(a.json, b.json, nil, nil)
 	}
-	d.diffHinted(a.json, b.json, ha, hb)
 	if len(d.out) == 0 {
 		return nil
 	}
@@ -161,54 +174,18 @@ func (d *Differ) key(k []byte) any {
 	return v
 }
 
-func (d *Differ) diff(a, b []byte) { d.diffHinted(a, b, hint{}, hint{}) }
-
-// diffHinted is diff for a and b with what their Docs' maker said of
-// them (the root of two Docs that know where their values are, or those
-// values): the pairwise walk over their members does not read what it is
-// told.
-func (d *Differ) diffHinted(a, b []byte, ha, hb hint) {
+// diff diffs a and b, each indexed by its Index if it is not nil (the
+// values of two Docs' known member): the pairwise walk over their
+// members then reads only the keys.
+func (d *Differ) diff(a, b []byte, xa, xb Index) {
 	if bytes.Equal(a, b) {
 		return
 	}
 	switch {
 	case a[0] == '{' && b[0] == '{':
-		if d.pairwise(newWalker(a, ha), newWalker(b, hb)) {
-			return
-		}
-		depth := len(d.path)
-		for len(d.scratch) <= depth {
-			d.scratch = append(d.scratch, [2][]member{make([]member, 0, 16), make([]member, 0, 16)})
-		}
-		ma, mb := members(a, d.scratch[depth][0][:0]), members(b, d.scratch[depth][1][:0])
-		d.scratch[depth] = [2][]member{ma, mb}
-		i, j := 0, 0
-		for i < len(ma) || j < len(mb) {
-			var c int
-			switch {
-			case i == len(ma):
-				c = 1
-			case j == len(mb):
-				c = -1
-			default:
-				c = bytes.Compare(ma[i].key, mb[j].key)
-			}
-			switch {
-			case c < 0:
-				d.path = append(d.path, step{key: ma[i].key})
-				d.found()
-				i++
-			case c > 0:
-				d.path = append(d.path, step{key: mb[j].key})
-				d.found()
-				j++
-			default:
-				d.path = append(d.path, step{key: ma[i].key})
-				d.diff(ma[i].val, mb[j].val)
-				i++
-				j++
-			}
-			d.path = d.path[:len(d.path)-1]
+		wa, wb := newWalker(a, xa), newWalker(b, xb)
+		if !d.pairwise(&wa, &wb) {
+			d.merge(a, b)
 		}
 		return
 	case a[0] == '[' && b[0] == '[':
@@ -219,7 +196,7 @@ func (d *Differ) diffHinted(a, b []byte, ha, hb hint) {
 		for k := 0; i < len(a) && a[i] != ']'; k++ {
 			ei, ej := valueEnd(a, i), valueEnd(b, j)
 			d.path = append(d.path, step{index: k})
-			d.diff(a[i:ei], b[j:ej])
+			d.diff(a[i:ei], b[j:ej], nil, nil)
 			d.path = d.path[:len(d.path)-1]
 			i, j = next(a, ei), next(b, ej)
 		}
@@ -228,37 +205,75 @@ func (d *Differ) diffHinted(a, b []byte, ha, hb hint) {
 	d.found()
 }
 
-// pairwise diffs objects a and b whose members come in the same order
-// under the same keys, as one serializer writes two states of a record:
-// one walk over both, no sorting. It returns false, having found
-// nothing, for any other pair, which the sorting merge then diffs: keys
-// that differ or come in another order, keys with escapes or bytes
+// merge diffs the objects a and b by their members sorted by key.
+func (d *Differ) merge(a, b []byte) {
+	depth := len(d.path)
+	for len(d.scratch) <= depth {
+		d.scratch = append(d.scratch, [2][]member{make([]member, 0, 16), make([]member, 0, 16)})
+	}
+	ma, mb := members(a, d.scratch[depth][0][:0]), members(b, d.scratch[depth][1][:0])
+	d.scratch[depth] = [2][]member{ma, mb}
+	i, j := 0, 0
+	for i < len(ma) || j < len(mb) {
+		var c int
+		switch {
+		case i == len(ma):
+			c = 1
+		case j == len(mb):
+			c = -1
+		default:
+			c = bytes.Compare(ma[i].key, mb[j].key)
+		}
+		switch {
+		case c < 0:
+			d.path = append(d.path, step{key: ma[i].key})
+			d.found()
+			i++
+		case c > 0:
+			d.path = append(d.path, step{key: mb[j].key})
+			d.found()
+			j++
+		default:
+			d.path = append(d.path, step{key: ma[i].key})
+			d.diff(ma[i].val, mb[j].val, nil, nil)
+			i++
+			j++
+		}
+		d.path = d.path[:len(d.path)-1]
+	}
+}
+
+// pairwise diffs the objects that wa and wb walk, whose members come in
+// the same order under the same keys, as one serializer writes two states
+// of a record: one walk over both, no sorting. It returns false, having
+// found nothing, for any other pair, which the sorting merge then diffs:
+// keys that differ or come in another order, keys with escapes or bytes
 // beyond ASCII (whose encodings may differ for the same key), and a key
 // that differs and is given twice (the last counts, and the walk pairs
 // each with its namesake).
-func (d *Differ) pairwise(wa, wb walker) bool {
+func (d *Differ) pairwise(wa, wb *walker) bool {
 	depth := len(d.path)
 	for len(d.pairs) <= depth {
 		d.pairs = append(d.pairs, make([]pair, 0, 4))
 	}
 	diffs, seen := d.pairs[depth][:0], d.seen[:0]
 	for {
-		qa, va, ha, aok := wa.next()
-		qb, vb, hb, bok := wb.next()
+		aok, bok := wa.next(), wb.next()
 		if !aok || !bok {
 			if aok != bok {
 				return false
 			}
 			break
 		}
-		key := qa[1 : len(qa)-1]
-		if !bytes.Equal(qa, qb) || !plainASCII(key) {
+		key := wa.key[1 : len(wa.key)-1]
+		if !bytes.Equal(wa.key, wb.key) || !plainASCII(key) {
 			return false
 		}
-		if !bytes.Equal(va, vb) {
-			diffs = append(diffs, pair{key, va, vb, ha, hb})
+		if !bytes.Equal(wa.val, wb.val) {
+			diffs = append(diffs, pair{key: key, a: wa.val, b: wb.val, xa: wa.vx, xb: wb.vx})
 		}
 		seen = append(seen, key)
+		wa.vx, wb.vx = nil, nil
 	}
 	d.seen = seen
 	for _, p := range diffs {
@@ -279,7 +294,7 @@ func (d *Differ) pairwise(wa, wb walker) bool {
 	for k := range diffs {
 		p := &d.pairs[depth][k]
 		d.path = append(d.path, step{key: p.key})
-		d.diffHinted(p.a, p.b, p.ha, p.hb)
+		d.diff(p.a, p.b, p.xa, p.xb)
 		d.path = d.path[:len(d.path)-1]
 	}
 	return true
@@ -314,13 +329,9 @@ type member struct {
 // members appends the members of the object encoded in b to ms, sorted
 // by key; of a key given twice the last one counts, as when decoding.
 func members(b []byte, ms []member) []member {
-	w := newWalker(b, hint{})
-	for {
-		key, val, _, ok := w.next()
-		if !ok {
-			break
-		}
-		ms = append(ms, member{key: decodeKey(key), val: val})
+	w := newWalker(b, nil)
+	for w.next() {
+		ms = append(ms, member{key: decodeKey(w.key), val: w.val})
 	}
 	if !slices.IsSortedFunc(ms, byKey) {
 		slices.SortStableFunc(ms, byKey)

@@ -291,3 +291,21 @@ func BenchmarkDiff(b *testing.B) {
 		d.Diff(prev, obj)
 	}
 }
+
+// Len reads JSON with whitespace too, as json.Valid accepts it.
+func TestLenSpaced(t *testing.T) {
+	for in, want := range map[string]int{
+		`{ "a" : 1 , "b" : [ 1 , 2 ] }`:       2,
+		"{\n\t\"a\":\n{\"x\": 1},\"a\" :2\n}": 1,
+		`[ 1 , { "a" : 2 } , "x" ]`:           3,
+		`{ }`:                                 0,
+		`"s"`:                                 0,
+	} {
+		if !json.Valid([]byte(in)) {
+			t.Fatalf("%s is not JSON", in)
+		}
+		if got := Len([]byte(in)); got != want {
+			t.Errorf("Len(%s) = %d, want %d", in, got, want)
+		}
+	}
+}
