@@ -322,8 +322,15 @@ func (f *follower) waitFor(marker string, d time.Duration) error {
 
 // stop interrupts the process and returns its usage.
 func (f *follower) stop() (usage, error) {
+	// Its peak RSS is read before it ends: ru_maxrss would be at least
+	// this process's own, carried over the exec (see measuredMain).
+	peak, hwmErr := hwm(f.cmd.Process.Pid)
 	f.cmd.Process.Signal(syscall.SIGINT)
 	u, err := finish(f.cmd, f.start)
+	u.maxRSS = peak
+	if err == nil && hwmErr != nil {
+		err = hwmErr
+	}
 	if err != nil {
 		var ee *exec.ExitError
 		if asExit(err, &ee) && (ee.ExitCode() == 130 || ee.ExitCode() == -1 || ee.ExitCode() == 0) {

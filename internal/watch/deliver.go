@@ -65,6 +65,7 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 		r.res.Received = true
 		r.received.Store(true)
 		err = r.collect(b)
+		settle(b.Full())
 		if err == nil {
 			err = r.drain(q)
 		}
