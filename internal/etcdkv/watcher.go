@@ -262,26 +262,26 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 			return 0, err
 		}
 		if rev == 0 {
-			rev = resp.Header.Revision
+			rev = resp.revision
 		}
-		for _, kv := range resp.Kvs {
+		for _, kv := range resp.kvs {
 			keys, size = keys+1, size+int64(len(kv.Key)+len(kv.Value))
 		}
-		more := resp.More && len(resp.Kvs) > 0 && r.end != ""
+		more := resp.more && len(resp.kvs) > 0 && r.end != ""
 		var next chan pageResult
 		if more {
 			next = make(chan pageResult, 1)
 			go func(key string, rev, limit int64) {
 				resp, err := w.getPage(ctx, r, key, rev, limit)
 				next <- pageResult{resp, err}
-			}(string(resp.Kvs[len(resp.Kvs)-1].Key)+"\x00", rev, w.pageSize(keys, size))
+			}(string(resp.kvs[len(resp.kvs)-1].Key)+"\x00", rev, w.pageSize(keys, size))
 		}
 		if w.onPage != nil {
-			w.onPage(len(resp.Kvs))
+			w.onPage(len(resp.kvs))
 		}
-		changes := make([]nodeset.Change, 0, len(resp.Kvs))
-		for _, kv := range resp.Kvs {
-			if c, ok := w.change(kv, false); ok {
+		changes := make([]nodeset.Change, 0, len(resp.kvs))
+		for i := range resp.kvs {
+			if c, ok := w.change(&resp.kvs[i], false); ok {
 				changes = append(changes, c)
 			}
 		}
@@ -298,7 +298,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 
 // pageResult is a page fetched ahead.
 type pageResult struct {
-	resp *clientv3.GetResponse
+	resp *rangeResponse
 	err  error
 }
 
@@ -315,15 +315,19 @@ func (w *Watcher) pageSize(keys, size int64) int64 {
 }
 
 // getPage gets one page of r from key at rev, at most limit keys,
-// retrying transient errors.
-func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limit int64) (*clientv3.GetResponse, error) {
+// retrying transient errors. The page is read in place (rangeResponse),
+// over the connection the client's own requests take, with its
+// interceptors (credentials, a token refreshed).
+func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limit int64) (*rangeResponse, error) {
 	b := backoff.Backoff{Max: w.MaxBackoff}
+	req := &pb.RangeRequest{Key: []byte(key), Limit: limit, Revision: rev}
+	if r.end != "" {
+		req.RangeEnd = []byte(r.end)
+	}
 	for {
-		opts := []clientv3.OpOption{clientv3.WithLimit(limit), clientv3.WithRev(rev)}
-		if r.end != "" {
-			opts = append(opts, clientv3.WithRange(r.end))
-		}
-		resp, err := w.Client.Get(ctx, key, opts...)
+		resp := &rangeResponse{}
+		err := rpctypes.Error(w.Client.ActiveConnection().Invoke(ctx, rangeMethod, req, resp,
+			grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(wireCodec{})))
 		switch {
 		case err == nil:
 			return resp, nil
@@ -416,7 +420,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
 	stream, err := w.Client.ActiveConnection().NewStream(wctx, watchDesc, watchMethod,
-		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(watchCodec{}))
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(wireCodec{}))
 	if err != nil {
 		return rpctypes.Error(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
@@ -325,22 +326,21 @@ func TestWatcherAlsoResumesEachRange(t *testing.T) {
 	}
 }
 
-// countingKV counts the Gets that reach etcd.
-type countingKV struct {
-	clientv3.KV
-	gets atomic.Int32
-}
+// rangeCounter counts the Range requests that a client sends to etcd.
+type rangeCounter struct{ gets atomic.Int32 }
 
-func (k *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	k.gets.Add(1)
-	return k.KV.Get(ctx, key, opts...)
+func (r *rangeCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if method == rangeMethod {
+		r.gets.Add(1)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // TestListReadsOneAhead: while a page is handled, the next one is read
 // (the listing overlaps etcd's time), and only that one: a reader that
 // stalls holds two pages, not the listing.
 func TestListReadsOneAhead(t *testing.T) {
-	_, c := etcdtest.StartWith(t)
+	url, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	const n, size = 1000, 100
 	for i := 0; i < n; i += 100 {
@@ -352,9 +352,14 @@ func TestListReadsOneAhead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kv := &countingKV{KV: c.KV}
-	c.KV = kv
-	w := &Watcher{Client: c, Key: "/a/", Prefix: true, PageSize: size, Decode: value}
+	kv := &rangeCounter{}
+	counted, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: testkit.Timeout,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(kv.intercept)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counted.Close()
+	w := &Watcher{Client: counted, Key: "/a/", Prefix: true, PageSize: size, Decode: value}
 	release := make(chan struct{})
 	var ids []string
 	done := make(chan error, 1)
