@@ -59,8 +59,8 @@ fuzz:
 	NODEWATCH_MODEL_SEEDS=$(MODELSEEDS) $(GO) test -count=1 -run '^TestQueueModel$$' -timeout 0 ./internal/handoff
 	$(GO) test -run '^$$' -fuzz '^FuzzQueueModel$$' -fuzztime $(FUZZTIME) ./internal/handoff
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
-	$(GO) test -run '^$$' -fuzz '^FuzzWatchCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
-	$(GO) test -run '^$$' -fuzz '^FuzzRangeCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
+	$(GO) test -run '^$$' -fuzz '^FuzzWatchCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdwire
+	$(GO) test -run '^$$' -fuzz '^FuzzRangeCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdwire
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
 	$(GO) test -run '^$$' -fuzz '^FuzzNodeJSON$$' -fuzztime $(FUZZTIME) ./internal/curator
 	$(GO) test -run '^$$' -fuzz '^FuzzObjectOfWire$$' -fuzztime $(FUZZTIME) ./internal/curator

@@ -38,6 +38,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/dial"
+	"github.com/nodewatch/nodewatch/internal/etcdwire"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -262,26 +263,26 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 			return 0, err
 		}
 		if rev == 0 {
-			rev = resp.revision
+			rev = resp.Revision
 		}
-		for _, kv := range resp.kvs {
+		for _, kv := range resp.KVs {
 			keys, size = keys+1, size+int64(len(kv.Key)+len(kv.Value))
 		}
-		more := resp.more && len(resp.kvs) > 0 && r.end != ""
+		more := resp.More && len(resp.KVs) > 0 && r.end != ""
 		var next chan pageResult
 		if more {
 			next = make(chan pageResult, 1)
 			go func(key string, rev, limit int64) {
 				resp, err := w.getPage(ctx, r, key, rev, limit)
 				next <- pageResult{resp, err}
-			}(string(resp.kvs[len(resp.kvs)-1].Key)+"\x00", rev, w.pageSize(keys, size))
+			}(string(resp.KVs[len(resp.KVs)-1].Key)+"\x00", rev, w.pageSize(keys, size))
 		}
 		if w.onPage != nil {
-			w.onPage(len(resp.kvs))
+			w.onPage(len(resp.KVs))
 		}
-		changes := make([]nodeset.Change, 0, len(resp.kvs))
-		for i := range resp.kvs {
-			if c, ok := w.change(&resp.kvs[i], false); ok {
+		changes := make([]nodeset.Change, 0, len(resp.KVs))
+		for i := range resp.KVs {
+			if c, ok := w.change(&resp.KVs[i], false); ok {
 				changes = append(changes, c)
 			}
 		}
@@ -298,7 +299,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 
 // pageResult is a page fetched ahead.
 type pageResult struct {
-	resp *rangeResponse
+	resp *etcdwire.RangeResponse
 	err  error
 }
 
@@ -315,19 +316,19 @@ func (w *Watcher) pageSize(keys, size int64) int64 {
 }
 
 // getPage gets one page of r from key at rev, at most limit keys,
-// retrying transient errors. The page is read in place (rangeResponse),
+// retrying transient errors. The page is read in place (etcdwire.RangeResponse),
 // over the connection the client's own requests take, with its
 // interceptors (credentials, a token refreshed).
-func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limit int64) (*rangeResponse, error) {
+func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limit int64) (*etcdwire.RangeResponse, error) {
 	b := backoff.Backoff{Max: w.MaxBackoff}
 	req := &pb.RangeRequest{Key: []byte(key), Limit: limit, Revision: rev}
 	if r.end != "" {
 		req.RangeEnd = []byte(r.end)
 	}
 	for {
-		resp := &rangeResponse{}
-		err := rpctypes.Error(w.Client.ActiveConnection().Invoke(ctx, rangeMethod, req, resp,
-			grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(wireCodec{})))
+		resp := &etcdwire.RangeResponse{}
+		err := rpctypes.Error(w.Client.ActiveConnection().Invoke(ctx, etcdwire.RangeMethod, req, resp,
+			grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(etcdwire.Codec{})))
 		switch {
 		case err == nil:
 			return resp, nil
@@ -419,8 +420,8 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// The call options clientv3 gives every call: wait for the
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
-	stream, err := w.Client.ActiveConnection().NewStream(wctx, watchDesc, watchMethod,
-		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(wireCodec{}))
+	stream, err := w.Client.ActiveConnection().NewStream(wctx, etcdwire.WatchDesc, etcdwire.WatchMethod,
+		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(etcdwire.Codec{}))
 	if err != nil {
 		return rpctypes.Error(err)
 	}
@@ -451,7 +452,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
-	resp := &watchResponse{}
+	resp := &etcdwire.WatchResponse{}
 	for {
 		err := stream.RecvMsg(resp)
 		if err == nil {
@@ -465,42 +466,42 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 		switch {
 		case err != nil:
 			return rpctypes.Error(err)
-		case resp.watchID == clientv3.InvalidWatchID && !resp.created && len(resp.events) == 0 && resp.hasHeader:
+		case resp.WatchID == clientv3.InvalidWatchID && !resp.Created && len(resp.Events) == 0 && resp.HasHeader:
 			// The answer to a progress request: every watch of the
 			// stream delivered everything up to the header's revision.
-			r := resp.revision
+			r := resp.Revision
 			for i := range revs {
 				revs[i] = max(revs[i], r)
 			}
 			out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: slices.Min(revs), Confirmed: true})
 			continue
-		case resp.compactRevision != 0:
+		case resp.CompactRevision != 0:
 			return rpctypes.ErrCompacted
-		case resp.canceled && resp.cancelReason != "":
-			return rpctypes.Error(status.Error(codes.FailedPrecondition, resp.cancelReason))
-		case resp.canceled:
+		case resp.Canceled && resp.CancelReason != "":
+			return rpctypes.Error(status.Error(codes.FailedPrecondition, resp.CancelReason))
+		case resp.Canceled:
 			return rpctypes.ErrFutureRev
-		case resp.created:
+		case resp.Created:
 			if len(ranged) == len(ranges) {
 				return fmt.Errorf("etcd created more watches than asked for")
 			}
-			ranged[resp.watchID] = len(ranged)
+			ranged[resp.WatchID] = len(ranged)
 		}
-		i, ok := ranged[resp.watchID]
+		i, ok := ranged[resp.WatchID]
 		if !ok {
-			return fmt.Errorf("events of watch %d, which was not created", resp.watchID)
+			return fmt.Errorf("events of watch %d, which was not created", resp.WatchID)
 		}
-		if len(resp.events) == 0 && !resp.created && resp.hasHeader {
+		if len(resp.Events) == 0 && !resp.Created && resp.HasHeader {
 			// A progress notification: everything up to the header's
 			// revision was delivered, so a quiet range moves on too.
-			revs[i] = max(revs[i], resp.revision)
+			revs[i] = max(revs[i], resp.Revision)
 		}
 		// One batch per revision: one transaction, one batch.
-		events := resp.events
+		events := resp.Events
 		for len(events) > 0 {
-			r := events[0].kv.ModRevision
+			r := events[0].KV.ModRevision
 			n := 1
-			for n < len(events) && events[n].kv.ModRevision == r {
+			for n < len(events) && events[n].KV.ModRevision == r {
 				n++
 			}
 			if r > revs[i] {
@@ -510,7 +511,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1}
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.change(&ev.kv, ev.typ == mvccpb.DELETE); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}

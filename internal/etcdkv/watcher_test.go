@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
+	"github.com/nodewatch/nodewatch/internal/etcdwire"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
@@ -330,7 +331,7 @@ func TestWatcherAlsoResumesEachRange(t *testing.T) {
 type rangeCounter struct{ gets atomic.Int32 }
 
 func (r *rangeCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if method == rangeMethod {
+	if method == etcdwire.RangeMethod {
 		r.gets.Add(1)
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)

@@ -1,4 +1,4 @@
-package etcdkv
+package etcdwire
 
 import (
 	"bytes"
@@ -15,26 +15,26 @@ import (
 
 // checkDecoded fails t unless got (decoded in place) says what want (the
 // generated code's decoding of the same bytes) says.
-func checkDecoded(t *testing.T, want *pb.WatchResponse, got *watchResponse) {
+func checkDecoded(t *testing.T, want *pb.WatchResponse, got *WatchResponse) {
 	t.Helper()
-	if got.hasHeader != (want.Header != nil) || got.revision != want.Header.GetRevision() ||
-		got.watchID != want.WatchId || got.created != want.Created || got.canceled != want.Canceled ||
-		got.compactRevision != want.CompactRevision || got.cancelReason != want.CancelReason || got.fragment != want.Fragment {
+	if got.HasHeader != (want.Header != nil) || got.Revision != want.Header.GetRevision() ||
+		got.WatchID != want.WatchId || got.Created != want.Created || got.Canceled != want.Canceled ||
+		got.CompactRevision != want.CompactRevision || got.CancelReason != want.CancelReason || got.Fragment != want.Fragment {
 		t.Fatalf("header fields: got %+v, want %+v", *got, want)
 	}
-	if len(got.events) != len(want.Events) {
-		t.Fatalf("%d events, want %d", len(got.events), len(want.Events))
+	if len(got.Events) != len(want.Events) {
+		t.Fatalf("%d events, want %d", len(got.Events), len(want.Events))
 	}
 	for i, e := range want.Events {
-		g := got.events[i]
+		g := got.Events[i]
 		kv := e.Kv
 		if kv == nil {
 			kv = &mvccpb.KeyValue{}
 		}
-		if g.typ != e.Type || !bytes.Equal(g.kv.Key, kv.Key) || !bytes.Equal(g.kv.Value, kv.Value) ||
-			g.kv.CreateRevision != kv.CreateRevision || g.kv.ModRevision != kv.ModRevision ||
-			g.kv.Version != kv.Version || g.kv.Lease != kv.Lease {
-			t.Fatalf("event %d: got %v %+v, want %v %+v", i, g.typ, g.kv, e.Type, kv)
+		if g.Type != e.Type || !bytes.Equal(g.KV.Key, kv.Key) || !bytes.Equal(g.KV.Value, kv.Value) ||
+			g.KV.CreateRevision != kv.CreateRevision || g.KV.ModRevision != kv.ModRevision ||
+			g.KV.Version != kv.Version || g.KV.Lease != kv.Lease {
+			t.Fatalf("event %d: got %v %+v, want %v %+v", i, g.Type, g.KV, e.Type, kv)
 		}
 	}
 }
@@ -95,18 +95,18 @@ func pieces(rng *rand.Rand, b []byte) mem.BufferSlice {
 
 // TestWatchCodecModel: responses of every shape, marshalled by etcd's
 // generated code and handed over in random pieces, decode in place to
-// what the generated code decodes; one watchResponse is used again and
+// what the generated code decodes; one WatchResponse is used again and
 // again, as the stream does, so nothing of an earlier response may stay.
 func TestWatchCodecModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	var got watchResponse
+	var got WatchResponse
 	for i := range 3000 {
 		want := randomResponse(rng)
 		b, err := want.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := (wireCodec{}).Unmarshal(pieces(rng, b), &got); err != nil {
+		if err := (Codec{}).Unmarshal(pieces(rng, b), &got); err != nil {
 			t.Fatalf("response %d: %v", i, err)
 		}
 		var back pb.WatchResponse
@@ -144,12 +144,12 @@ func TestWatchCodecMerges(t *testing.T) {
 	if err := want.Unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	var got watchResponse
+	var got WatchResponse
 	if err := got.decode(b); err != nil {
 		t.Fatal(err)
 	}
 	checkDecoded(t, &want, &got)
-	if got.revision != 5 || got.watchID != 10 || string(got.events[0].kv.Key) != "k" || string(got.events[0].kv.Value) != "v" {
+	if got.Revision != 5 || got.WatchID != 10 || string(got.Events[0].KV.Key) != "k" || string(got.Events[0].KV.Value) != "v" {
 		t.Fatalf("merged wrong: %+v", got)
 	}
 }
@@ -183,7 +183,7 @@ func TestWatchCodecWireTypes(t *testing.T) {
 	for _, b := range cases {
 		var want pb.WatchResponse
 		werr := want.Unmarshal(b)
-		var got watchResponse
+		var got WatchResponse
 		gerr := got.decode(b)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%x: the generated code says %v, the in-place decoding %v", b, werr, gerr)
@@ -210,7 +210,7 @@ func FuzzWatchCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var want pb.WatchResponse
 		werr := want.Unmarshal(b)
-		var got watchResponse
+		var got WatchResponse
 		gerr := got.decode(bytes.Clone(b))
 		switch {
 		case werr == nil && gerr == nil:
@@ -242,16 +242,16 @@ func overlongVarint(b []byte) bool {
 
 // checkRange fails t unless got (a page decoded in place) says what want
 // (the generated code's decoding of the same bytes) says.
-func checkRange(t *testing.T, want *pb.RangeResponse, got *rangeResponse) {
+func checkRange(t *testing.T, want *pb.RangeResponse, got *RangeResponse) {
 	t.Helper()
-	if got.hasHeader != (want.Header != nil) || got.revision != want.Header.GetRevision() || got.more != want.More || got.count != want.Count {
-		t.Fatalf("got revision %d (header %v), more %v, count %d; want %+v", got.revision, got.hasHeader, got.more, got.count, want)
+	if got.HasHeader != (want.Header != nil) || got.Revision != want.Header.GetRevision() || got.More != want.More || got.Count != want.Count {
+		t.Fatalf("got revision %d (header %v), more %v, count %d; want %+v", got.Revision, got.HasHeader, got.More, got.Count, want)
 	}
-	if len(got.kvs) != len(want.Kvs) {
-		t.Fatalf("%d key-values, want %d", len(got.kvs), len(want.Kvs))
+	if len(got.KVs) != len(want.Kvs) {
+		t.Fatalf("%d key-values, want %d", len(got.KVs), len(want.Kvs))
 	}
 	for i, kv := range want.Kvs {
-		g := got.kvs[i]
+		g := got.KVs[i]
 		if !bytes.Equal(g.Key, kv.Key) || !bytes.Equal(g.Value, kv.Value) || g.CreateRevision != kv.CreateRevision ||
 			g.ModRevision != kv.ModRevision || g.Version != kv.Version || g.Lease != kv.Lease {
 			t.Fatalf("key-value %d: got %+v, want %+v", i, g, kv)
@@ -279,15 +279,15 @@ func randomRange(rng *rand.Rand) *pb.RangeResponse {
 func TestRangeCodecModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 17))
 	var prev *pb.RangeResponse
-	var prevGot *rangeResponse
+	var prevGot *RangeResponse
 	for i := range 3000 {
 		want := randomRange(rng)
 		b, err := want.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := &rangeResponse{}
-		if err := (wireCodec{}).Unmarshal(pieces(rng, b), got); err != nil {
+		got := &RangeResponse{}
+		if err := (Codec{}).Unmarshal(pieces(rng, b), got); err != nil {
 			t.Fatalf("page %d: %v", i, err)
 		}
 		clear(b) // the page must not point into what gRPC handed over
@@ -344,7 +344,7 @@ func TestRangeCodecWireTypes(t *testing.T) {
 	for _, b := range cases {
 		var want pb.RangeResponse
 		werr := want.Unmarshal(b)
-		got := &rangeResponse{}
+		got := &RangeResponse{}
 		gerr := got.decode(b)
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%x: the generated code says %v, the in-place decoding %v", b, werr, gerr)
@@ -365,7 +365,7 @@ func FuzzRangeCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var want pb.RangeResponse
 		werr := want.Unmarshal(b)
-		got := &rangeResponse{}
+		got := &RangeResponse{}
 		gerr := got.decode(bytes.Clone(b))
 		switch {
 		case werr == nil && gerr == nil:
