@@ -152,6 +152,38 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	return emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev})
 }
 
+// Listed emits what Apply would emit, but BatchDone, for page as the
+// whole initial batch of a Follower with an empty view: New for each
+// object that Filter keeps, in page's order. It keeps no view, and needs
+// no map and no sort: page must be a page of a listing, its ids strictly
+// ascending (an error otherwise). It returns the number of events.
+// `key --once` prints a listing this way, page by page.
+func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
+	n := 0
+	for i, c := range page {
+		if i > 0 && c.ID <= page[i-1].ID {
+			return n, fmt.Errorf("listing out of order: %q after %q", c.ID, page[i-1].ID)
+		}
+		if c.Undecodable || c.Deleted {
+			continue
+		}
+		if f.Filter != nil {
+			ok, err := f.Filter(c.ID, c.Object)
+			if err != nil {
+				return n, fmt.Errorf("%q: %w", c.ID, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if err := emit(Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 // step applies one change to the set and returns the event it causes; an
 // Event with a zero Type means none.
 func (f *Follower) step(c Change) (Event, error) {

@@ -3,6 +3,7 @@ package nodeset
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -106,4 +107,63 @@ func mergeKeys(a, b map[string]int) map[string]int {
 	m := maps.Clone(a)
 	maps.Copy(m, b)
 	return m
+}
+
+// TestListedModel: Listed emits, for random pages of a listing (ids
+// ascending, objects undecodable, deleted, kept or not by the filter, a
+// filter that fails), what Apply emits for the same page as the initial
+// batch of a new Follower, but BatchDone, whose New count it returns.
+func TestListedModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for i := range 2000 {
+		var page []Change
+		id := 0
+		for range rng.IntN(40) {
+			id += 1 + rng.IntN(3)
+			c := Change{ID: fmt.Sprintf("k%04d", id), Object: rng.IntN(100), Rev: int64(rng.IntN(9))}
+			switch rng.IntN(10) {
+			case 0:
+				c.Object, c.Undecodable = nil, true
+			case 1:
+				c.Object, c.Deleted = nil, true
+			}
+			page = append(page, c)
+		}
+		failOn := -1
+		if rng.IntN(10) == 0 {
+			failOn = rng.IntN(100)
+		}
+		filter := func(_ string, obj any) (bool, error) {
+			if obj.(int) == failOn {
+				return false, fmt.Errorf("filter fails on %d", failOn)
+			}
+			return obj.(int)%3 != 0, nil
+		}
+		if rng.IntN(5) == 0 {
+			filter = nil
+		}
+		show := func(out *[]string) func(Event) error {
+			return func(ev Event) error {
+				*out = append(*out, fmt.Sprintf("%v %s %v %v %d", ev.Type, ev.ID, ev.Object, ev.Prev, ev.Rev))
+				return nil
+			}
+		}
+		var want, got []string
+		var counts Counts
+		werr := NewFollower(filter, nil).Apply(Batch{Changes: page, Cause: CauseInitial, Synced: true}, func(ev Event) error {
+			if ev.Type == BatchDone {
+				counts = ev.Counts
+				return nil
+			}
+			return show(&want)(ev)
+		})
+		n, gerr := NewFollower(filter, nil).Listed(page, show(&got))
+		if (werr == nil) != (gerr == nil) || werr == nil && (!slices.Equal(got, want) || n != counts.New) {
+			t.Fatalf("page %d %+v:\nListed %q, %d, %v\nApply  %q, %+v, %v", i, page, got, n, gerr, want, counts, werr)
+		}
+	}
+	// Out of order is an error.
+	if _, err := NewFollower(nil, nil).Listed([]Change{{ID: "b", Object: 1}, {ID: "a", Object: 2}}, func(Event) error { return nil }); err == nil {
+		t.Fatal("Listed took a page out of order")
+	}
 }

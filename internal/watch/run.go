@@ -614,17 +614,14 @@ func (r *run) list(l Lister) (Result, error) {
 		}
 		last = top
 		pages++
-		f := nodeset.NewFollower(r.fol.Filter, r.fol.Equals)
-		return f.Apply(nodeset.Batch{Changes: page, Cause: nodeset.CauseInitial}, func(ev nodeset.Event) error {
-			switch {
-			case ev.Type == nodeset.BatchDone:
-				counts.New += ev.Counts.New
-				return nil
-			case silent:
+		n, err := r.fol.Listed(page, func(ev nodeset.Event) error {
+			if silent {
 				return nil
 			}
 			return r.print(ev)
 		})
+		counts.New += n
+		return err
 	})
 	if r.o.Progress != nil {
 		r.o.Progress.Done()
