@@ -149,10 +149,7 @@ func (r *WatchResponse) decode(b []byte) error {
 		var err error
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			if m, b, err = consumeBytes(b); err == nil {
-				r.HasHeader = true
-				err = decodeHeader(m, &r.Revision)
-			}
+			b, err = header(b, &r.HasHeader, &r.Revision)
 		case num == 11 && typ == protowire.BytesType:
 			if m, b, err = consumeBytes(b); err == nil {
 				events = append(events, WatchEvent{})
@@ -186,6 +183,17 @@ func (r *WatchResponse) decode(b []byte) error {
 	return err
 }
 
+// header reads the ResponseHeader field at b's start (a response's field
+// 1): it notes that there is one, and merges its revision into rev.
+func header(b []byte, has *bool, rev *int64) ([]byte, error) {
+	m, b, err := consumeBytes(b)
+	if err == nil {
+		*has = true
+		err = decodeHeader(m, rev)
+	}
+	return b, err
+}
+
 // decodeHeader decodes a ResponseHeader's revision (field 3) into rev,
 // merging into what it holds.
 func decodeHeader(b []byte, rev *int64) error {
@@ -214,10 +222,7 @@ func (r *RangeResponse) decode(b []byte) error {
 		var err error
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			if m, b, err = consumeBytes(b); err == nil {
-				r.HasHeader = true
-				err = decodeHeader(m, &r.Revision)
-			}
+			b, err = header(b, &r.HasHeader, &r.Revision)
 		case num == 2 && typ == protowire.BytesType:
 			if m, b, err = consumeBytes(b); err == nil {
 				r.KVs = append(r.KVs, mvccpb.KeyValue{})

@@ -122,23 +122,23 @@ func TestWatchCodecModel(t *testing.T) {
 // scalar's last value counts, unknown fields are skipped.
 func TestWatchCodecMerges(t *testing.T) {
 	var b []byte
-	field := func(num protowire.Number, msg []byte) {
+	msgField := func(num protowire.Number, msg []byte) {
 		b = protowire.AppendTag(b, num, protowire.BytesType)
 		b = protowire.AppendBytes(b, msg)
 	}
 	varint := func(b []byte, num protowire.Number, v uint64) []byte {
 		return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
 	}
-	field(1, varint(nil, 3, 5))
+	msgField(1, varint(nil, 3, 5))
 	b = varint(b, 2, 9)
-	field(1, varint(nil, 1, 77)) // the header again: its revision stays
+	msgField(1, varint(nil, 1, 77)) // the header again: its revision stays
 	b = varint(b, 99, 1)         // unknown
 	kv1 := varint(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("k")), 3, 4)
 	kv2 := protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), []byte("v"))
 	ev := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), kv1)
 	ev = varint(ev, 1, 1)
 	ev = protowire.AppendBytes(protowire.AppendTag(ev, 2, protowire.BytesType), kv2) // the kv again: merged
-	field(11, ev)
+	msgField(11, ev)
 	b = varint(b, 2, 10)
 	var want pb.WatchResponse
 	if err := want.Unmarshal(b); err != nil {
@@ -154,19 +154,23 @@ func TestWatchCodecMerges(t *testing.T) {
 	}
 }
 
+// field is field num given as a varint (3) or as bytes ("x").
+func field(num protowire.Number, varint bool) []byte {
+	if varint {
+		return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), 3)
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), []byte("x"))
+}
+
+// wrap is the message msg as field num.
+func wrap(num protowire.Number, msg []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), msg)
+}
+
 // TestWatchCodecWireTypes: every field of every message, given as a
 // varint and as bytes, is decoded or rejected as the generated code
 // decodes or rejects it.
 func TestWatchCodecWireTypes(t *testing.T) {
-	field := func(num protowire.Number, varint bool) []byte {
-		if varint {
-			return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), 3)
-		}
-		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), []byte("x"))
-	}
-	wrap := func(num protowire.Number, msg []byte) []byte {
-		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), msg)
-	}
 	var cases [][]byte
 	for num := protowire.Number(1); num <= 12; num++ {
 		for _, varint := range []bool{true, false} {
@@ -317,15 +321,6 @@ func mustMarshal(t *testing.T, m interface{ Marshal() ([]byte, error) }) []byte 
 // the generated code decodes or rejects it; and fields given twice merge
 // as it merges them.
 func TestRangeCodecWireTypes(t *testing.T) {
-	field := func(num protowire.Number, varint bool) []byte {
-		if varint {
-			return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), 3)
-		}
-		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), []byte("x"))
-	}
-	wrap := func(num protowire.Number, msg []byte) []byte {
-		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), msg)
-	}
 	var cases [][]byte
 	for num := protowire.Number(1); num <= 8; num++ {
 		for _, varint := range []bool{true, false} {
