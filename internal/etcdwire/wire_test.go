@@ -132,7 +132,7 @@ func TestWatchCodecMerges(t *testing.T) {
 	msgField(1, varint(nil, 3, 5))
 	b = varint(b, 2, 9)
 	msgField(1, varint(nil, 1, 77)) // the header again: its revision stays
-	b = varint(b, 99, 1)         // unknown
+	b = varint(b, 99, 1)            // unknown
 	kv1 := varint(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("k")), 3, 4)
 	kv2 := protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), []byte("v"))
 	ev := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), kv1)
