@@ -76,6 +76,9 @@ type modelCase struct {
 	// default).
 	from     bool
 	rebaseAt int
+	// pairwiseAt: the queue checks the ids of a batch longer than this
+	// for distinctness through a set (0: the default).
+	pairwiseAt int
 	filter   func(string, any) (bool, error)
 	equals   func(string, any, any) (bool, error)
 	// source is the source's state, a bad record keeping the last good
@@ -95,6 +98,9 @@ func runModel(seed uint64, steps int) error {
 		m.from, m.rebaseAt = true, rng.IntN(4)
 	}
 	if rng.IntN(2) == 0 {
+		m.pairwiseAt = 1 + rng.IntN(3)
+	}
+	if rng.IntN(2) == 0 {
 		m.filter = func(_ string, o any) (bool, error) { return o.(int)%3 != 0, nil }
 	}
 	if rng.IntN(2) == 0 {
@@ -112,6 +118,8 @@ func (m *modelCase) run(steps int, readP float64) error {
 	direct := nodeset.NewFollower(m.filter, m.equals)
 	through := nodeset.NewFollower(m.filter, m.equals)
 	q := New(m.maxQueued)
+	q.pairwiseAt = m.pairwiseAt
+	m.logf("ids compared pairwise up to %d (0: the default)", m.pairwiseAt)
 	views := []map[string]any{{}} // views[j]: the direct follower's view after j batches
 	matched := 0                  // the view the reader was last found at
 	handed := 0
@@ -135,7 +143,7 @@ func (m *modelCase) run(steps int, readP float64) error {
 		}
 		slices.Sort(ids)
 		q = NewFrom(m.maxQueued, ids)
-		q.rebaseAt = m.rebaseAt
+		q.rebaseAt, q.pairwiseAt = m.rebaseAt, m.pairwiseAt
 	}
 	empty, cancel := context.WithCancel(context.Background())
 	cancel() // Next with a done context returns at once when nothing is queued
@@ -148,6 +156,13 @@ func (m *modelCase) run(steps int, readP float64) error {
 		}
 		handed++
 		m.logf("  read %s", fmtBatch(b))
+		seen := map[string]bool{}
+		for _, c := range b.Changes {
+			if seen[c.ID] {
+				return true, fmt.Errorf("batch %d read holds %q twice", handed, c.ID)
+			}
+			seen[c.ID] = true
+		}
 		switch {
 		case handed == 1 && b.Cause != nodeset.CauseInitial:
 			return true, fmt.Errorf("the first batch read is %v, want initial", b.Cause)

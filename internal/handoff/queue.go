@@ -72,8 +72,10 @@ type Queue struct {
 	handed map[string]struct{}
 	base   []string
 	gone   map[string]struct{}
-	// rebaseAt, if set, replaces what rebaseAfter says (a test hook).
-	rebaseAt int
+	// rebaseAt, if set, replaces what rebaseAfter says; pairwiseAt, if
+	// set, replaces pairwiseUpTo (test hooks).
+	rebaseAt   int
+	pairwiseAt int
 	closed   bool
 	err      error
 
@@ -87,11 +89,12 @@ type Queue struct {
 // pending is a queued batch, possibly several merged.
 type pending struct {
 	// list is the changes of one change batch as it came (a copy), when
-	// it holds each id once and few of them: most batches are read before
-	// another merges into them, and a list costs less than a map (serve
-	// puts every change into every stream's queue). Otherwise, and once
-	// merged into, changes holds them, and list is nil. Next hands the
-	// list itself to the reader.
+	// it holds each id once: most batches are read before another merges
+	// into them, and a list costs less than a map to make, to hand over
+	// and to collect (serve puts every change into every stream's queue;
+	// one etcd transaction is one batch). Otherwise, and once merged
+	// into, changes holds them, and list is nil. Next hands the list
+	// itself to the reader.
 	list    []nodeset.Change
 	one     [1]nodeset.Change // list's array when it holds one change
 	changes map[string]nodeset.Change
@@ -208,7 +211,7 @@ func (q *Queue) Put(b nodeset.Batch) {
 		q.putFull(b)
 	case len(q.changes) < q.maxQueued:
 		p := &pending{cause: b.Cause}
-		p.add(b, nil)
+		p.add(b, nil, q.distinct(b.Changes))
 		q.changes = append(q.changes, p)
 	default:
 		into := q.changes[0]
@@ -219,7 +222,7 @@ func (q *Queue) Put(b nodeset.Batch) {
 		}
 		clear(q.changes[1:])
 		q.changes = q.changes[:1]
-		merged += into.add(b, q.forgettable)
+		merged += into.add(b, q.forgettable, false)
 		if merged > 0 && q.OnMerge != nil {
 			q.OnMerge(merged)
 		}
@@ -240,7 +243,7 @@ func (q *Queue) putFull(b nodeset.Batch) {
 	if q.full != nil && q.full.cause == nodeset.CauseInitial {
 		next.cause = nodeset.CauseInitial // the reader has not had the first listing
 	}
-	next.add(b, nil)
+	next.add(b, nil, false)
 	for id, c := range next.changes {
 		if c.Deleted {
 			delete(next.changes, id) // absence says it in a full batch
@@ -300,14 +303,26 @@ func (q *Queue) forgettable(id string) bool {
 	return !q.has(id)
 }
 
-// maxList is the most changes a pending keeps as a list.
-const maxList = 16
+// pairwiseUpTo is the most changes whose ids distinct compares pair by
+// pair; above it, it puts them in a set: one of seenSets for up to
+// maxPooled of them, else one of their own.
+const (
+	pairwiseUpTo = 16
+	maxPooled    = 256
+)
+
+// seenSets are the sets distinct checks ids with, kept from one call to
+// the next and shared by every queue (serve has one per stream). A set
+// that held more than maxPooled ids is not kept: clearing it would cost
+// its size at every later use.
+var seenSets = sync.Pool{New: func() any { return map[string]struct{}{} }}
 
 // add merges the later batch b into p, and returns the number of
-// changes queued in p that its changes replaced; see put for forget.
-func (p *pending) add(b nodeset.Batch, forget func(id string) bool) (merged int) {
+// changes queued in p that its changes replaced; see put for forget. If
+// p is empty and b's ids are distinct, p keeps b's changes as a list.
+func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct bool) (merged int) {
 	switch {
-	case p.changes != nil || p.list != nil || forget != nil || !distinct(b.Changes):
+	case p.changes != nil || p.list != nil || forget != nil || !distinct:
 		p.toMap()
 		for _, c := range b.Changes {
 			merged += p.put(c, forget)
@@ -324,11 +339,30 @@ func (p *pending) add(b nodeset.Batch, forget func(id string) bool) (merged int)
 	return merged
 }
 
-// distinct reports whether cs holds each id once and is short enough
-// for a list.
-func distinct(cs []nodeset.Change) bool {
-	if len(cs) > maxList {
-		return false
+// distinct reports whether cs holds each id once; q.mu must be held.
+func (q *Queue) distinct(cs []nodeset.Change) bool {
+	upTo := pairwiseUpTo
+	if q.pairwiseAt > 0 {
+		upTo = q.pairwiseAt
+	}
+	if len(cs) > upTo {
+		var seen map[string]struct{}
+		if len(cs) <= maxPooled {
+			seen = seenSets.Get().(map[string]struct{})
+			defer func() {
+				clear(seen)
+				seenSets.Put(seen)
+			}()
+		} else {
+			seen = make(map[string]struct{}, len(cs))
+		}
+		for _, c := range cs {
+			if _, dup := seen[c.ID]; dup {
+				return false
+			}
+			seen[c.ID] = struct{}{}
+		}
+		return true
 	}
 	for i := range cs {
 		for j := i + 1; j < len(cs); j++ {
