@@ -79,8 +79,8 @@ type modelCase struct {
 	// pairwiseAt: the queue checks the ids of a batch longer than this
 	// for distinctness through a set (0: the default).
 	pairwiseAt int
-	filter   func(string, any) (bool, error)
-	equals   func(string, any, any) (bool, error)
+	filter     func(string, any) (bool, error)
+	equals     func(string, any, any) (bool, error)
 	// source is the source's state, a bad record keeping the last good
 	// state (or the absence) of its id.
 	source map[string]int

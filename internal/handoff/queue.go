@@ -76,8 +76,8 @@ type Queue struct {
 	// set, replaces pairwiseUpTo (test hooks).
 	rebaseAt   int
 	pairwiseAt int
-	closed   bool
-	err      error
+	closed     bool
+	err        error
 
 	// OnMerge, if set, is told how many queued changes a merge replaced:
 	// changes the reader will never get, because a later change of the
