@@ -244,6 +244,13 @@ func (q *Queue) putFull(b nodeset.Batch) {
 		next.cause = nodeset.CauseInitial // the reader has not had the first listing
 	}
 	next.add(b, nil, false)
+	if slices.ContainsFunc(b.Changes, func(c nodeset.Change) bool { return c.Undecodable }) {
+		// lastQueued looks the bad records up in every queued batch:
+		// by id, not through lists of any length.
+		for _, p := range q.changes {
+			p.toMap()
+		}
+	}
 	for id, c := range next.changes {
 		if c.Deleted {
 			delete(next.changes, id) // absence says it in a full batch

@@ -65,8 +65,8 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 		r.res.Received = true
 		r.received.Store(true)
 		err = r.collect(b)
-		settle(b.Full())
 		if err == nil {
+			settle(&b)
 			err = r.drain(q)
 		}
 		var n int

@@ -435,7 +435,7 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		if r.o.Once && b.Synced {
 			return r.goalMet()
 		}
-		settle(b.Full())
+		settle(&b)
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
 		}
@@ -513,16 +513,19 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 	return changed, err
 }
 
-// settle collects, once a full batch is applied (full), the garbage it
+// settle collects, once a full batch b is applied, the garbage it
 // leaves: the listing's pages, its changes and the batch, together often
 // larger than the view they made. Left to the runtime, they would set the
 // heap's goal at twice their peak for as long as the watch runs; for
 // 1,000 records of 4 KiB, the goal went from 30 MB to 14 MB, and the peak
-// RSS of a run from 50 MB to 47 MB. Twice, because gRPC keeps the pages'
-// buffers in pools that the first collection only moves aside. It costs
-// two collections per listing, which allocated more than the view anyway.
-func settle(full bool) {
-	if full {
+// RSS of a run from 50 MB to 47 MB. It lets go of b's changes first: the
+// caller's b would keep them reachable. Twice, because gRPC keeps the
+// pages' buffers in pools that the first collection only moves aside. It
+// costs two collections per listing, which allocated more than the view
+// anyway.
+func settle(b *nodeset.Batch) {
+	if b.Full() {
+		b.Changes = nil
 		runtime.GC()
 		runtime.GC()
 	}
