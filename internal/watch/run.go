@@ -607,16 +607,15 @@ func (r *run) list(l Lister) (Result, error) {
 			listed += len(page)
 			r.o.Progress.Listed(listed)
 		}
-		// The pages' events must come out as one sorted listing.
-		top := last
-		for _, c := range page {
-			if pages > 0 && c.ID <= last {
-				return fmt.Errorf("listing out of order: %q after %q", c.ID, last)
+		// The pages' events must come out as one sorted listing: Listed
+		// checks the order within a page, this across pages.
+		if len(page) > 0 {
+			if pages > 0 && page[0].ID <= last {
+				return fmt.Errorf("listing out of order: %q after %q", page[0].ID, last)
 			}
-			top = max(top, c.ID)
+			last = page[len(page)-1].ID
+			pages++
 		}
-		last = top
-		pages++
 		n, err := r.fol.Listed(page, func(ev nodeset.Event) error {
 			if silent {
 				return nil
