@@ -36,5 +36,6 @@ func (cfg CuratorConfig) options() []grpc.DialOption {
 		t = &adapted
 	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(t.Credentials(false))}, cfg.Keepalive.DialOptions()...)
+	opts = append(opts, windowOptions()...)
 	return append(opts, cfg.Options...)
 }

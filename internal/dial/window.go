@@ -1,0 +1,24 @@
+package dial
+
+import "google.golang.org/grpc"
+
+// Window is the flow-control window that nodewatch's clients give a
+// server, for each stream and for the connection: how much the server may
+// send that has not been read.
+//
+// grpc-go's default window grows with an estimate of the link's
+// bandwidth-delay product, and to make that estimate the client pings the
+// server whenever a data frame arrives and no ping is out. On a fast link,
+// where the ack is back before the next change, that is a ping written and
+// an ack read for every change: a sixth of the CPU of following single
+// puts on loopback (BENCHMARKS.md). A fixed window writes only a window
+// update for every quarter of it that was read. 4 MiB carries 40 MiB/s at
+// a round trip of 100 ms, far beyond a watch, and a listing's pages are
+// read one ahead; it also bounds what a stalled reader holds, where the
+// estimate may grow to 16 MiB.
+const Window = 4 << 20
+
+// windowOptions fix the stream's and the connection's windows at Window.
+func windowOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(Window), grpc.WithStaticConnWindowSize(Window)}
+}
