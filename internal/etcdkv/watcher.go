@@ -508,7 +508,8 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				// With one range, events at r prove that everything up
 				// to r was delivered; with several, another range may
 				// still be behind.
-				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1}
+				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
+					Changes: make([]nodeset.Change, 0, n)}
 				for k := range events[:n] {
 					ev := &events[k]
 					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE); ok {

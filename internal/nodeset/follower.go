@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
@@ -72,6 +73,8 @@ type Follower struct {
 	set     *Set
 	batches int
 	synced  bool
+	scratch []Change // Apply's, between batches empty
+	dirty   int      // how much of scratch Apply used
 }
 
 // NewFollower returns a Follower with an empty set.
@@ -99,34 +102,14 @@ func (f *Follower) Set() *Set { return f.set }
 // always end in BatchDone, so scripts learn that the view is complete.
 //
 // Changes to one id within b coalesce: the last one wins. The cost is
-// O(k log n) for k changed ids in a set of n, plus O(n) for full batches,
+// O(k log k) for k changes, plus O(n) for full batches in a set of n,
 // which must find the ids that vanished.
 func (f *Follower) Apply(b Batch, emit func(Event) error) error {
-	latest := make(map[string]Change, len(b.Changes))
-	for _, c := range b.Changes {
-		if _, ok := latest[c.ID]; ok && c.Undecodable {
-			continue // an earlier state in the batch is the last one to show
-		}
-		latest[c.ID] = c
-	}
-	if b.Full() {
-		// Whatever is printed but missing from a full listing is gone.
-		f.set.Ascend(func(id string, _ any) bool {
-			if _, ok := latest[id]; !ok {
-				latest[id] = Change{ID: id, Deleted: true, Rev: b.Rev}
-			}
-			return true
-		})
-	}
-	ids := make([]string, 0, len(latest))
-	for id := range latest {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-
+	cs := f.latest(b)
+	defer f.release()
 	var counts Counts
-	for _, id := range ids {
-		ev, err := f.step(latest[id])
+	for _, c := range cs {
+		ev, err := f.step(c)
 		if err != nil {
 			return err
 		}
@@ -150,6 +133,63 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	}
 	f.batches++
 	return emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev})
+}
+
+// maxScratch is the most changes the scratch of Apply keeps between
+// batches; a larger batch (a listing) lets its scratch go.
+const maxScratch = 4096
+
+// latest returns b's changes in ascending id order, one per id: the last
+// of an id's changes, but an Undecodable change never replaces an earlier
+// one (the earlier state is the last to show); for a full batch, also a
+// deletion of each id in the view that b lacks. The slice is f's scratch,
+// valid until release.
+func (f *Follower) latest(b Batch) []Change {
+	cs := append(f.scratch[:0], b.Changes...)
+	byID := func(a, b Change) int { return strings.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(cs, byID) {
+		slices.SortStableFunc(cs, byID) // an id's changes stay in order
+	}
+	out := cs[:0]
+	for i := 0; i < len(cs); {
+		last := cs[i]
+		j := i + 1
+		for ; j < len(cs) && cs[j].ID == last.ID; j++ {
+			if !cs[j].Undecodable {
+				last = cs[j]
+			}
+		}
+		out = append(out, last)
+		i = j
+	}
+	if b.Full() {
+		// Whatever is printed but missing from a full listing is gone.
+		n, k := len(out), 0
+		f.set.Ascend(func(id string, _ any) bool {
+			for k < n && out[k].ID < id {
+				k++
+			}
+			if k == n || out[k].ID != id {
+				out = append(out, Change{ID: id, Deleted: true, Rev: b.Rev})
+			}
+			return true
+		})
+		if len(out) > n {
+			slices.SortFunc(out, byID)
+		}
+	}
+	f.scratch, f.dirty = out, max(len(cs), len(out))
+	return out
+}
+
+// release lets go of the objects in Apply's scratch, and of the scratch
+// itself when a listing made it large.
+func (f *Follower) release() {
+	if cap(f.scratch) > maxScratch {
+		f.scratch = nil
+		return
+	}
+	clear(f.scratch[:f.dirty])
 }
 
 // Listed emits what Apply would emit, but BatchDone, for page as the

@@ -129,17 +129,17 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		b.WriteByte('"')
 	case nodeset.BatchDone:
 		b.WriteString(`,"batch":`)
-		b.WriteString(strconv.Itoa(ev.Batch))
+		writeInt(b, int64(ev.Batch))
 		b.WriteString(`,"synced":`)
 		b.WriteString(strconv.FormatBool(ev.Synced))
 		b.WriteString(`,"cause":"`)
 		b.WriteString(ev.Cause.String())
 		b.WriteString(`","counts":{"new":`)
-		b.WriteString(strconv.Itoa(ev.Counts.New))
+		writeInt(b, int64(ev.Counts.New))
 		b.WriteString(`,"updated":`)
-		b.WriteString(strconv.Itoa(ev.Counts.Updated))
+		writeInt(b, int64(ev.Counts.Updated))
 		b.WriteString(`,"deleted":`)
-		b.WriteString(strconv.Itoa(ev.Counts.Deleted))
+		writeInt(b, int64(ev.Counts.Deleted))
 		b.WriteByte('}')
 	default:
 		b.WriteString(`,"id":`)
@@ -159,7 +159,7 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	}
 	if ev.Rev != 0 {
 		b.WriteString(`,"rev":`)
-		b.WriteString(strconv.FormatInt(ev.Rev, 10))
+		writeInt(b, ev.Rev)
 	}
 	if e.opts.Timestamps {
 		b.WriteString(`,"ts":"`)
@@ -174,6 +174,11 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		out = ind.Bytes()
 	}
 	return e.write(out, ev)
+}
+
+// writeInt writes v in decimal, without allocating.
+func writeInt(b *bytes.Buffer, v int64) {
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), v, 10))
 }
 
 // write writes one line and flushes when the batch ends.
