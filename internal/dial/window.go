@@ -12,11 +12,10 @@ import "google.golang.org/grpc"
 // where the ack is back before the next change, that is a ping written and
 // an ack read for every change: a sixth of the CPU of following single
 // puts on loopback (BENCHMARKS.md). A fixed window writes only a window
-// update for every quarter of it that was read. 4 MiB carries 40 MiB/s at
-// a round trip of 100 ms, far beyond a watch, and a listing's pages are
-// read one ahead; it also bounds what a stalled reader holds, where the
-// estimate may grow to 16 MiB.
-const Window = 4 << 20
+// update for every quarter of it that was read. It is the most the
+// estimate ever grows to, 16 MiB, so that a listing or a backlog flows as
+// fast as it did, and a stalled reader holds no more than it could.
+const Window = 16 << 20
 
 // windowOptions fix the stream's and the connection's windows at Window.
 func windowOptions() []grpc.DialOption {
