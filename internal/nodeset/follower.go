@@ -1,6 +1,7 @@
 package nodeset
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -74,7 +75,7 @@ type Follower struct {
 	batches int
 	synced  bool
 	scratch []Change // Apply's, between batches empty
-	dirty   int      // how much of scratch Apply used
+	order   []int32  // Apply's, positions in a batch
 }
 
 // NewFollower returns a Follower with an empty set.
@@ -145,22 +146,38 @@ const maxScratch = 4096
 // deletion of each id in the view that b lacks. The slice is f's scratch,
 // valid until release.
 func (f *Follower) latest(b Batch) []Change {
-	cs := append(f.scratch[:0], b.Changes...)
-	byID := func(a, b Change) int { return strings.Compare(a.ID, b.ID) }
-	if !slices.IsSortedFunc(cs, byID) {
-		slices.SortStableFunc(cs, byID) // an id's changes stay in order
-	}
-	out := cs[:0]
-	for i := 0; i < len(cs); {
-		last := cs[i]
-		j := i + 1
-		for ; j < len(cs) && cs[j].ID == last.ID; j++ {
-			if !cs[j].Undecodable {
-				last = cs[j]
+	cs := b.Changes
+	out := f.scratch[:0]
+	if slices.IsSortedFunc(cs, byID) {
+		for i := 0; i < len(cs); {
+			j := i + 1
+			for j < len(cs) && cs[j].ID == cs[i].ID {
+				j++
 			}
+			out = append(out, pick(cs[i:j], nil))
+			i = j
 		}
-		out = append(out, last)
-		i = j
+	} else {
+		// Sort positions, not the changes: an id's changes stay in order.
+		order := f.order[:0]
+		for i := range cs {
+			order = append(order, int32(i))
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := strings.Compare(cs[a].ID, cs[b].ID); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		for i := 0; i < len(order); {
+			j := i + 1
+			for j < len(order) && cs[order[j]].ID == cs[order[i]].ID {
+				j++
+			}
+			out = append(out, pick(cs, order[i:j]))
+			i = j
+		}
+		f.order = order
 	}
 	if b.Full() {
 		// Whatever is printed but missing from a full listing is gone.
@@ -178,18 +195,43 @@ func (f *Follower) latest(b Batch) []Change {
 			slices.SortFunc(out, byID)
 		}
 	}
-	f.scratch, f.dirty = out, max(len(cs), len(out))
+	f.scratch = out
 	return out
+}
+
+func byID(a, b Change) int { return strings.Compare(a.ID, b.ID) }
+
+// pick returns the change of one id that a batch leaves: the last, but an
+// Undecodable change never replaces an earlier one. The id's changes are
+// cs, in order, or cs at the positions in order when it is not nil.
+func pick(cs []Change, order []int32) Change {
+	at := func(k int) *Change {
+		if order == nil {
+			return &cs[k]
+		}
+		return &cs[order[k]]
+	}
+	n := len(cs)
+	if order != nil {
+		n = len(order)
+	}
+	last := at(0)
+	for k := 1; k < n; k++ {
+		if c := at(k); !c.Undecodable {
+			last = c
+		}
+	}
+	return *last
 }
 
 // release lets go of the objects in Apply's scratch, and of the scratch
 // itself when a listing made it large.
 func (f *Follower) release() {
 	if cap(f.scratch) > maxScratch {
-		f.scratch = nil
+		f.scratch, f.order = nil, nil
 		return
 	}
-	clear(f.scratch[:f.dirty])
+	clear(f.scratch)
 }
 
 // Listed emits what Apply would emit, but BatchDone, for page as the

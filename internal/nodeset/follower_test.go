@@ -346,3 +346,26 @@ func TestFilterOncePerState(t *testing.T) {
 		t.Errorf("%d filter calls for %d changes", total, changes)
 	}
 }
+
+// BenchmarkFollowerTxn50 measures a batch of 50 changes to distinct ids
+// in random order, as one etcd transaction brings them, in a set of 1,000.
+func BenchmarkFollowerTxn50(b *testing.B) {
+	f := NewFollower(nil, nil)
+	full := make([]Change, 1000)
+	for i := range full {
+		full[i] = put(fmt.Sprintf("/registry/nodes/node-%08d", i), i)
+	}
+	if err := f.Apply(initial(full...), func(Event) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]Change, 50)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		for k := range batch {
+			batch[k] = put(full[(i*50+k*7919)%len(full)].ID, -i-1)
+		}
+		if err := f.Apply(change(batch...), func(Event) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
