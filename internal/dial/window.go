@@ -3,8 +3,9 @@ package dial
 import "google.golang.org/grpc"
 
 // Window is the flow-control window that nodewatch's clients give a
-// server, for each stream and for the connection: how much the server may
-// send that has not been read.
+// server, for each stream and for the connection. grpc-go gives the
+// connection's back as data arrives, so a stream's window is what bounds
+// the bytes received and not yet read, per stream.
 //
 // grpc-go's default window grows with an estimate of the link's
 // bandwidth-delay product, and to make that estimate the client pings the
@@ -14,7 +15,10 @@ import "google.golang.org/grpc"
 // puts on loopback (BENCHMARKS.md). A fixed window writes only a window
 // update for every quarter of it that was read. It is the most the
 // estimate ever grows to, 16 MiB, so that a listing or a backlog flows as
-// fast as it did, and a stalled reader holds no more than it could.
+// fast as it did. A quiet stream's window now starts there too, where the
+// estimate kept it near 64 KiB until a burst; every source reads its
+// stream as it arrives (into its hand-off queue), so that window is not
+// a buffer that fills.
 const Window = 16 << 20
 
 // windowOptions fix the stream's and the connection's windows at Window.

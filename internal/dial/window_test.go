@@ -39,13 +39,15 @@ func newCounter(t *testing.T, target string) *counter {
 	l := testkit.Listen(t)
 	c := &counter{addr: l.Addr().String()}
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
 	)
 	t.Cleanup(func() {
 		l.Close()
 		mu.Lock()
+		closed = true
 		for _, conn := range conns {
 			conn.Close()
 		}
@@ -66,6 +68,12 @@ func newCounter(t *testing.T, target string) *counter {
 				continue
 			}
 			mu.Lock()
+			if closed {
+				mu.Unlock()
+				client.Close()
+				server.Close()
+				return
+			}
 			conns = append(conns, client, server)
 			mu.Unlock()
 			wg.Add(2)

@@ -103,8 +103,9 @@ func (f *Follower) Set() *Set { return f.set }
 // always end in BatchDone, so scripts learn that the view is complete.
 //
 // Changes to one id within b coalesce: the last one wins. The cost is
-// O(k log k) for k changes, plus O(n) for full batches in a set of n,
-// which must find the ids that vanished.
+// O(k log k) for k changes; a full batch also walks the set of n, to find
+// the ids that vanished, and sorts them in: O(n + (k+d) log(k+d)) for d
+// of them. emit must not call Apply: the changes are in f's scratch.
 func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	cs := f.latest(b)
 	defer f.release()
@@ -227,7 +228,7 @@ func pick(cs []Change, order []int32) Change {
 // release lets go of the objects in Apply's scratch, and of the scratch
 // itself when a listing made it large.
 func (f *Follower) release() {
-	if cap(f.scratch) > maxScratch {
+	if cap(f.scratch) > maxScratch || cap(f.order) > maxScratch {
 		f.scratch, f.order = nil, nil
 		return
 	}

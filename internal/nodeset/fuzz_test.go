@@ -30,9 +30,9 @@ func FuzzFollower(f *testing.F) {
 			var got []string
 			if err := fol.Apply(b, func(ev Event) error {
 				if ev.Type == BatchDone {
-					got = append(got, fmt.Sprintf("done %d/%d/%d", ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted))
+					got = append(got, fmt.Sprintf("done %d/%d/%d @%d", ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted, ev.Rev))
 				} else {
-					got = append(got, fmt.Sprintf("%v %s %v %v", ev.Type, ev.ID, ev.Object, ev.Prev))
+					got = append(got, fmt.Sprintf("%v %s %v %v @%d", ev.Type, ev.ID, ev.Object, ev.Prev, ev.Rev))
 				}
 				return nil
 			}); err != nil {
@@ -48,10 +48,21 @@ func FuzzFollower(f *testing.F) {
 					}
 				}
 			}
+			// An event carries the revision of the change that made it,
+			// the last decodable one of its id; one for an id that a full
+			// batch lacks carries the batch's.
+			revs := map[string]int64{}
+			rev := func(id string) int64 {
+				if r, ok := revs[id]; ok {
+					return r
+				}
+				return b.Rev
+			}
 			for _, c := range b.Changes {
 				if c.Undecodable {
 					continue
 				}
+				revs[c.ID] = c.Rev
 				if c.Deleted {
 					delete(source, c.ID)
 				} else {
@@ -72,43 +83,47 @@ func FuzzFollower(f *testing.F) {
 				switch {
 				case now && !before:
 					counts.New++
-					want = append(want, fmt.Sprintf("new %s %v <nil>", id, v))
+					want = append(want, fmt.Sprintf("new %s %v <nil> @%d", id, v, rev(id)))
 				case now && v != p:
 					counts.Updated++
-					want = append(want, fmt.Sprintf("updated %s %v %v", id, v, p))
+					want = append(want, fmt.Sprintf("updated %s %v %v @%d", id, v, p, rev(id)))
 				case !now && before:
 					counts.Deleted++
-					want = append(want, fmt.Sprintf("deleted %s <nil> %v", id, p))
+					want = append(want, fmt.Sprintf("deleted %s <nil> %v @%d", id, p, rev(id)))
 				}
 			}
 			if len(want) > 0 || b.Full() {
-				want = append(want, fmt.Sprintf("done %d/%d/%d", counts.New, counts.Updated, counts.Deleted))
+				want = append(want, fmt.Sprintf("done %d/%d/%d @%d", counts.New, counts.Updated, counts.Deleted, b.Rev))
 			}
 			printed = view
 			if !slices.Equal(got, want) {
 				t.Fatalf("batch %+v:\n got %q\nwant %q", b, got, want)
 			}
 		}
-		for _, op := range ops {
+		for i, op := range ops {
 			id := fmt.Sprintf("id-%d", op%5)
+			rev := int64(i + 1) // each op its own revision
 			switch {
 			case op&0xc0 == 0xc0: // end the batch here; the next is full
+				b.Rev = rev
 				run()
 				b = Batch{Cause: CauseResync, Synced: true}
 			case op&0xc0 == 0x80: // end the batch here; the next is a change
 				if first || len(b.Changes) > 0 || b.Full() {
+					b.Rev = rev
 					run()
 				}
 				b = Batch{Cause: CauseChange, Synced: true}
 			case op&0x07 == 0x07:
-				b.Changes = append(b.Changes, Change{ID: id, Undecodable: true})
-			case op&0x20 != 0 && !b.Full():
-				b.Changes = append(b.Changes, Change{ID: id, Deleted: true})
+				b.Changes = append(b.Changes, Change{ID: id, Undecodable: true, Rev: rev})
+			case op&0x20 != 0:
+				b.Changes = append(b.Changes, Change{ID: id, Deleted: true, Rev: rev})
 			default:
-				b.Changes = append(b.Changes, Change{ID: id, Object: int(op>>3) % 4})
+				b.Changes = append(b.Changes, Change{ID: id, Object: int(op>>3) % 4, Rev: rev})
 			}
 			first = false
 		}
+		b.Rev = int64(len(ops) + 1)
 		run()
 	})
 }
