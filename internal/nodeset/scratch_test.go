@@ -9,11 +9,11 @@ import (
 	"weak"
 )
 
-// object is an object the tests can watch being collected (not one of the
-// runtime's tiny allocations, which share a block).
+// object is an object the tests can watch being collected: larger than
+// the runtime's tiny allocations (16 bytes), which share a block.
 type object struct {
-	v    int
-	next *object
+	v   int
+	pad [3]int
 }
 
 // TestApplyHoldsNoObjects: after Apply, its scratch holds none of the
