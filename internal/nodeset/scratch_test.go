@@ -12,8 +12,8 @@ import (
 // object is an object the tests can watch being collected: larger than
 // the runtime's tiny allocations (16 bytes), which share a block.
 type object struct {
-	v   int
-	pad [3]int
+	v int
+	_ [3]int
 }
 
 // TestApplyHoldsNoObjects: after Apply, its scratch holds none of the
