@@ -148,37 +148,32 @@ const maxScratch = 4096
 // valid until release.
 func (f *Follower) latest(b Batch) []Change {
 	cs := b.Changes
-	out := f.scratch[:0]
-	if slices.IsSortedFunc(cs, byID) {
-		for i := 0; i < len(cs); {
-			j := i + 1
-			for j < len(cs) && cs[j].ID == cs[i].ID {
-				j++
-			}
-			out = append(out, pick(cs[i:j], nil))
-			i = j
-		}
-	} else {
-		// Sort positions, not the changes: an id's changes stay in order.
-		order := f.order[:0]
-		for i := range cs {
-			order = append(order, int32(i))
-		}
+	// Positions, sorted by id when they do not come so; an id's changes
+	// keep their order.
+	order := f.order[:0]
+	for i := range cs {
+		order = append(order, int32(i))
+	}
+	if !slices.IsSortedFunc(cs, byID) {
 		slices.SortFunc(order, func(a, b int32) int {
 			if c := strings.Compare(cs[a].ID, cs[b].ID); c != 0 {
 				return c
 			}
 			return cmp.Compare(a, b)
 		})
-		for i := 0; i < len(order); {
-			j := i + 1
-			for j < len(order) && cs[order[j]].ID == cs[order[i]].ID {
-				j++
+	}
+	f.order = order
+	out := f.scratch[:0]
+	for i := 0; i < len(order); {
+		last := &cs[order[i]]
+		j := i + 1
+		for ; j < len(order) && cs[order[j]].ID == last.ID; j++ {
+			if c := &cs[order[j]]; !c.Undecodable {
+				last = c
 			}
-			out = append(out, pick(cs, order[i:j]))
-			i = j
 		}
-		f.order = order
+		out = append(out, *last)
+		i = j
 	}
 	if b.Full() {
 		// Whatever is printed but missing from a full listing is gone.
@@ -201,29 +196,6 @@ func (f *Follower) latest(b Batch) []Change {
 }
 
 func byID(a, b Change) int { return strings.Compare(a.ID, b.ID) }
-
-// pick returns the change of one id that a batch leaves: the last, but an
-// Undecodable change never replaces an earlier one. The id's changes are
-// cs, in order, or cs at the positions in order when it is not nil.
-func pick(cs []Change, order []int32) Change {
-	at := func(k int) *Change {
-		if order == nil {
-			return &cs[k]
-		}
-		return &cs[order[k]]
-	}
-	n := len(cs)
-	if order != nil {
-		n = len(order)
-	}
-	last := at(0)
-	for k := 1; k < n; k++ {
-		if c := at(k); !c.Undecodable {
-			last = c
-		}
-	}
-	return *last
-}
 
 // release lets go of the objects in Apply's scratch, and of the scratch
 // itself when a listing made it large.
