@@ -221,8 +221,10 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 	// erases that line first. Sources log through e, so they too.
 	stderr := e.stderr
 	defer func() { e.stderr = stderr }()
+	stdout, release := console.Output(e.stdout)
+	defer release()
 	var out io.Writer
-	out, e.stderr, o.Progress = console.Arrange(e.stdout, stderr)
+	out, e.stderr, o.Progress = console.Arrange(stdout, stderr)
 	tty := console.IsTerminal(e.stdout)
 	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
 	o.Output.Color = tty && e.getenv("NO_COLOR") == ""

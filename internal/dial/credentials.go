@@ -186,7 +186,7 @@ func (c *Credentials) ClientHandshake(ctx context.Context, authority string, raw
 		// etcd's client sets to the endpoint's host.
 		authority = config.ServerName
 	}
-	conn, info, err := creds.ClientHandshake(ctx, authority, raw)
+	conn, info, err := creds.ClientHandshake(ctx, authority, quiet(raw))
 	if err != nil {
 		err = c.explain(server, err, asked.Load())
 		c.last.set(err)

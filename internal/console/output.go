@@ -1,0 +1,73 @@
+package console
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodewatch/nodewatch/internal/quietio"
+)
+
+// Output returns the writer a run prints to instead of w, and a func that
+// lets go of it once the run has stopped writing. When w is a pipe (the
+// usual `nodewatch … | jq`), the writer writes to the pipe through an
+// open file of its own, non-blocking, with raw write(2) calls, so that a
+// line printed after a quiet spell does not wake the Go runtime's
+// monitor thread (package quietio says why that costs). Opening the pipe
+// again makes a new open file: O_NONBLOCK on it is nodewatch's alone,
+// and whoever else shares stdout (the shell, a subshell writing after
+// nodewatch) keeps a blocking pipe. Anything else, or a pipe that cannot
+// be opened again (no /proc), is returned as it is.
+func Output(w io.Writer) (io.Writer, func()) {
+	f, ok := w.(*os.File)
+	if !ok || !quietio.Supported {
+		return w, func() {}
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return w, func() {}
+	}
+	fd := -1
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return w, func() {}
+	}
+	err = rc.Control(func(sysfd uintptr) { fd = int(sysfd) })
+	if err != nil {
+		return w, func() {}
+	}
+	own, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return w, func() {}
+	}
+	// A non-blocking descriptor is registered with the runtime's poller,
+	// which the writer waits in when the pipe is full.
+	pf := os.NewFile(uintptr(own), f.Name())
+	prc, err := pf.SyscallConn()
+	if err != nil {
+		pf.Close()
+		return w, func() {}
+	}
+	return &pipeWriter{f: pf, w: quietio.NewWriter(prc)}, func() { pf.Close() }
+}
+
+// pipeWriter writes to a pipe opened by Output, with errors as
+// os.File.Write gives them: "write /dev/stdout: broken pipe".
+type pipeWriter struct {
+	f *os.File
+	w *quietio.Writer
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil {
+		var pe *os.PathError
+		if !errors.As(err, &pe) {
+			err = &os.PathError{Op: "write", Path: p.f.Name(), Err: err}
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,117 @@
+package console
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodewatch/nodewatch/internal/quietio"
+)
+
+// blockingPipe returns a pipe as a shell gives one: blocking, both ends
+// (os.Pipe makes its ends non-blocking).
+func blockingPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w = os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "/dev/stdout")
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// nonblocking reports whether f's open file has O_NONBLOCK, without
+// changing it (f.Fd would).
+func nonblocking(t *testing.T, f *os.File) bool {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	var ferr error
+	rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	return flags&unix.O_NONBLOCK != 0
+}
+
+// TestOutputPipe: to a pipe, Output writes through a non-blocking open
+// file of its own, and the pipe carries what was written, in order, even
+// when the reader falls behind by more than the pipe holds; stdout's own
+// open file, which the shell shares, stays blocking.
+func TestOutputPipe(t *testing.T) {
+	if !quietio.Supported {
+		t.Skip("no raw calls on this system")
+	}
+	r, w := blockingPipe(t)
+	out, release := Output(w)
+	if _, ok := out.(*pipeWriter); !ok {
+		t.Fatalf("Output of a pipe is %T, want its own writer", out)
+	}
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var want bytes.Buffer
+	for i := range 300 {
+		line := bytes.Repeat([]byte{'a' + byte(i%26)}, rng.IntN(3000))
+		line = append(line, '\n')
+		if n, err := out.Write(line); n != len(line) || err != nil {
+			t.Fatalf("line %d: wrote %d of %d: %v", i, n, len(line), err)
+		}
+		want.Write(line)
+	}
+	if nonblocking(t, w) {
+		t.Fatal("stdout's open file was made non-blocking: the shell shares it")
+	}
+	release()
+	w.Close()
+	if g := <-got; !bytes.Equal(g, want.Bytes()) {
+		t.Fatalf("the pipe carried %d bytes, not the %d written", len(g), want.Len())
+	}
+}
+
+// TestOutputBrokenPipe: when the reader went away, a write fails as
+// os.File's does, in the same words.
+func TestOutputBrokenPipe(t *testing.T) {
+	if !quietio.Supported {
+		t.Skip("no raw calls on this system")
+	}
+	r, w := blockingPipe(t)
+	out, release := Output(w)
+	defer release()
+	r.Close()
+	_, err := out.Write([]byte("x\n"))
+	_, plain := w.Write([]byte("x\n")) // not fd 1: no SIGPIPE
+	if !errors.Is(err, syscall.EPIPE) || plain == nil || err.Error() != plain.Error() {
+		t.Fatalf("write without a reader: %v, os.File says %v", err, plain)
+	}
+}
+
+// TestOutputOthers: what is not a pipe is written to as it is.
+func TestOutputOthers(t *testing.T) {
+	var buf bytes.Buffer
+	if out, _ := Output(&buf); out != &buf {
+		t.Fatal("a buffer was wrapped")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if out, _ := Output(f); out != f {
+		t.Fatal("a regular file was wrapped")
+	}
+}
