@@ -3,6 +3,7 @@ package jsondoc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -186,5 +187,26 @@ func BenchmarkAppendCompact(b *testing.B) {
 				bc.fn()
 			}
 		})
+	}
+}
+
+// BenchmarkAppendCompactLabels: a record of about 4 KiB that is mostly
+// short strings (a node with dozens of feature labels), where the cost is
+// per token rather than per byte.
+func BenchmarkAppendCompactLabels(b *testing.B) {
+	var s strings.Builder
+	s.WriteString(`{"id":"metropolis-0001","state":"NODE_STATE_UP","status":{"external_address":"10.1.0.1","running_curator":{"port":7835},"timestamp":"2026-11-24T10:00:00.123456789Z"},"labels":{"pairs":[`)
+	for i := 0; s.Len() < 4000; i++ {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		fmt.Fprintf(&s, `{"key":"feature.node.kubernetes.io/cpu-cpuid.F%03d","value":"true"}`, i)
+	}
+	s.WriteString(`]},"tpm_usage":"TPM_USAGE_USED"}`)
+	src := []byte(s.String())
+	dst := make([]byte, 0, len(src))
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		dst, _, _ = AppendCompactIndexed(dst[:0], src)
 	}
 }
