@@ -221,8 +221,12 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 	// erases that line first. Sources log through e, so they too.
 	stderr := e.stderr
 	defer func() { e.stderr = stderr }()
-	stdout, release := console.Output(e.stdout)
-	defer release()
+	stdout := e.stdout
+	if o.handler == nil { // with --exec, nodewatch writes nothing to stdout
+		var release func()
+		stdout, release = console.Output(e.stdout)
+		defer release()
+	}
 	var out io.Writer
 	out, e.stderr, o.Progress = console.Arrange(stdout, stderr)
 	tty := console.IsTerminal(e.stdout)

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -30,13 +29,19 @@ func Output(w io.Writer) (io.Writer, func()) {
 	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		return w, func() {}
 	}
-	fd := -1
+	fd, flags := -1, 0
+	var ferr error
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return w, func() {}
 	}
-	err = rc.Control(func(sysfd uintptr) { fd = int(sysfd) })
-	if err != nil {
+	err = rc.Control(func(sysfd uintptr) {
+		fd = int(sysfd)
+		flags, ferr = unix.FcntlInt(sysfd, unix.F_GETFL, 0)
+	})
+	if err != nil || ferr != nil || flags&unix.O_ACCMODE == unix.O_RDONLY {
+		// A read end given as stdout: writing to it must fail as it
+		// always did, not reach the pipe's other end.
 		return w, func() {}
 	}
 	own, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
@@ -64,10 +69,7 @@ type pipeWriter struct {
 func (p *pipeWriter) Write(b []byte) (int, error) {
 	n, err := p.w.Write(b)
 	if err != nil {
-		var pe *os.PathError
-		if !errors.As(err, &pe) {
-			err = &os.PathError{Op: "write", Path: p.f.Name(), Err: err}
-		}
+		err = &os.PathError{Op: "write", Path: p.f.Name(), Err: err}
 	}
 	return n, err
 }

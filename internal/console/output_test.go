@@ -1,9 +1,10 @@
+//go:build linux
+
 package console
 
 import (
 	"bytes"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +15,17 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/quietio"
 )
+
+// skipWithoutReopen skips where Output cannot reopen a pipe at all.
+func skipWithoutReopen(t *testing.T) {
+	t.Helper()
+	if !quietio.Supported {
+		t.Skip("no raw calls on this system")
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+}
 
 // blockingPipe returns a pipe as a shell gives one: blocking, both ends
 // (os.Pipe makes its ends non-blocking).
@@ -50,9 +62,7 @@ func nonblocking(t *testing.T, f *os.File) bool {
 // when the reader falls behind by more than the pipe holds; stdout's own
 // open file, which the shell shares, stays blocking.
 func TestOutputPipe(t *testing.T) {
-	if !quietio.Supported {
-		t.Skip("no raw calls on this system")
-	}
+	skipWithoutReopen(t)
 	r, w := blockingPipe(t)
 	out, release := Output(w)
 	if _, ok := out.(*pipeWriter); !ok {
@@ -60,13 +70,26 @@ func TestOutputPipe(t *testing.T) {
 	}
 	got := make(chan []byte)
 	go func() {
-		b, _ := io.ReadAll(r)
-		got <- b
+		// A slow reader, so that long lines are written in parts.
+		var b bytes.Buffer
+		p := make([]byte, 5000)
+		for {
+			n, err := r.Read(p)
+			b.Write(p[:n])
+			if err != nil {
+				got <- b.Bytes()
+				return
+			}
+		}
 	}()
 	rng := rand.New(rand.NewPCG(1, 2))
 	var want bytes.Buffer
 	for i := range 300 {
-		line := bytes.Repeat([]byte{'a' + byte(i%26)}, rng.IntN(3000))
+		size := rng.IntN(3000)
+		if i%20 == 0 {
+			size = 100_000 + rng.IntN(100_000) // more than a pipe holds
+		}
+		line := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
 		line = append(line, '\n')
 		if n, err := out.Write(line); n != len(line) || err != nil {
 			t.Fatalf("line %d: wrote %d of %d: %v", i, n, len(line), err)
@@ -86,9 +109,7 @@ func TestOutputPipe(t *testing.T) {
 // TestOutputBrokenPipe: when the reader went away, a write fails as
 // os.File's does, in the same words.
 func TestOutputBrokenPipe(t *testing.T) {
-	if !quietio.Supported {
-		t.Skip("no raw calls on this system")
-	}
+	skipWithoutReopen(t)
 	r, w := blockingPipe(t)
 	out, release := Output(w)
 	defer release()
@@ -113,5 +134,34 @@ func TestOutputOthers(t *testing.T) {
 	defer f.Close()
 	if out, _ := Output(f); out != f {
 		t.Fatal("a regular file was wrapped")
+	}
+}
+
+// TestOutputReadEnd: a pipe's read end given as stdout is left as it is,
+// so that writing fails as it always did instead of reaching the pipe's
+// other end.
+func TestOutputReadEnd(t *testing.T) {
+	skipWithoutReopen(t)
+	r, _ := blockingPipe(t)
+	if out, _ := Output(r); out != r {
+		t.Fatalf("a read end became %T", out)
+	}
+}
+
+// TestOutputReleaseEndsWrite: release ends a write that waits for a
+// reader that does not read, as closing stdout would.
+func TestOutputReleaseEndsWrite(t *testing.T) {
+	skipWithoutReopen(t)
+	_, w := blockingPipe(t)
+	out, release := Output(w)
+	done := make(chan error)
+	go func() {
+		_, err := out.Write(make([]byte, 1<<20)) // more than the pipe holds
+		done <- err
+	}()
+	// Whether or not the write has begun to wait, release ends it.
+	release()
+	if err := <-done; err == nil {
+		t.Fatal("a write to a full pipe succeeded after release")
 	}
 }

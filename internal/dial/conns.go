@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/nodewatch/nodewatch/internal/quietio"
 )
 
 // Conns keeps the connections that a set of transport credentials
@@ -82,7 +84,7 @@ type tracking struct {
 // ClientHandshake tracks the connection from before its handshake, so
 // that one whose handshake gets no answer can be closed too.
 func (t *tracking) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	tr := &trackedConn{Conn: quiet(raw), conns: t.conns}
+	tr := &trackedConn{Conn: quietio.Conn(raw), conns: t.conns}
 	tr.lastRead.Store(time.Now().UnixNano())
 	t.conns.add(tr)
 	conn, info, err := t.TransportCredentials.ClientHandshake(ctx, authority, tr)

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/nodewatch/nodewatch/internal/quietio"
 )
 
 // Flags name, in the messages that explain a failed connection, the
@@ -186,10 +188,14 @@ func (c *Credentials) ClientHandshake(ctx context.Context, authority string, raw
 		// etcd's client sets to the endpoint's host.
 		authority = config.ServerName
 	}
-	conn, info, err := creds.ClientHandshake(ctx, authority, quiet(raw))
+	conn, info, err := creds.ClientHandshake(ctx, authority, quietio.Conn(raw))
 	if err != nil {
 		err = c.explain(server, err, asked.Load())
-		c.last.set(err)
+		// A handshake cut short because the client gave up says nothing
+		// of the server: it must not hide why an earlier one failed.
+		if ctx.Err() == nil || c.last.get() == nil {
+			c.last.set(err)
+		}
 		return nil, nil, err
 	}
 	return &explainedConn{Conn: conn, c: c, server: server, asked: asked.Load()}, info, nil

@@ -4,7 +4,6 @@ import (
 	"io"
 	"sync"
 	"syscall"
-	"unsafe"
 )
 
 // Supported reports whether raw calls are made on this system.
@@ -39,10 +38,10 @@ func (o *op) do(b []byte, call func(func(uintptr) bool) error) (int, error) {
 // read makes one read(2): done unless it would block.
 func (r *Reader) read(fd uintptr) bool {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(r.buf))), uintptr(len(r.buf)))
+		n, e := sysRead(fd, r.buf)
 		switch e {
 		case 0:
-			r.n = int(n)
+			r.n = n
 			if n == 0 {
 				r.err = io.EOF
 			}
@@ -61,13 +60,16 @@ func (r *Reader) read(fd uintptr) bool {
 // unless one would block.
 func (w *Writer) write(fd uintptr) bool {
 	for w.n < len(w.buf) {
-		rest := w.buf[w.n:]
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
-		switch e {
-		case 0:
-			w.n += int(n)
-		case syscall.EINTR:
-		case syscall.EAGAIN:
+		n, e := sysWrite(fd, w.buf[w.n:])
+		switch {
+		case e == 0 && n == 0:
+			// write(2) makes progress on a pipe or a socket; never spin.
+			w.err = io.ErrShortWrite
+			return true
+		case e == 0:
+			w.n += n
+		case e == syscall.EINTR:
+		case e == syscall.EAGAIN:
 			return false
 		default:
 			w.err = e

@@ -43,3 +43,24 @@ func TCPPair(t testing.TB) (client, server *net.TCPConn) {
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c.(*net.TCPConn), s.(*net.TCPConn)
 }
+
+// Serve accepts connections on a fresh loopback listener until the test
+// ends, and runs handle for each in a goroutine of its own, closing the
+// connection after it. It returns the listener's address.
+func Serve(t testing.TB, handle func(net.Conn)) string {
+	t.Helper()
+	l := Listen(t)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}

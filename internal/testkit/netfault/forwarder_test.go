@@ -12,27 +12,16 @@ import (
 // echo starts a line echo server and returns its address.
 func echo(t *testing.T) string {
 	t.Helper()
-	l := testkit.Listen(t)
-	go func() {
+	return testkit.Serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := l.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					c.Write([]byte(line))
-				}
-			}()
+			c.Write([]byte(line))
 		}
-	}()
-	return l.Addr().String()
+	})
 }
 
 // conn is a connection through a forwarder to the echo server.
