@@ -68,6 +68,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
+	$(GO) test -run '^$$' -fuzz '^FuzzCompactFrom$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
 	$(GO) test -run '^$$' -fuzz '^FuzzFast$$' -fuzztime $(FUZZTIME) ./internal/jq
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/gobjson
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeKey$$' -fuzztime $(FUZZTIME) ./internal/stream

@@ -112,15 +112,19 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	o.etcd.DialTimeout = o.dialTimeout
+	// The listings' decoding and the watch events' (by what changed since
+	// a key's last event) report a key that no rule matches once.
+	decode, decodeFrom := o.rules.Decoders(e.logf)
 	err := follow(ctx, e, o.watchOptions, &etcdkv.Source{
 		Config: o.etcd,
 		Watcher: etcdkv.Watcher{
-			Key:      o.key,
-			Prefix:   o.prefix,
-			Also:     o.also,
-			Decode:   o.rules.Decoder(e.logf),
-			StartRev: o.rev,
-			Logf:     e.logf,
+			Key:        o.key,
+			Prefix:     o.prefix,
+			Also:       o.also,
+			Decode:     decode,
+			DecodeFrom: decodeFrom,
+			StartRev:   o.rev,
+			Logf:       e.logf,
 			// Confirmations at least twice a heartbeat.
 			ConfirmEvery: o.Heartbeat / 2,
 		},

@@ -34,8 +34,18 @@ type Rules struct {
 // rule matches is reported through logf (nil: not at all); later ones are
 // not. It is safe for concurrent use.
 func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.KeyValue) (any, error) {
+	decode, _ := r.Decoders(logf)
+	return decode
+}
+
+// Decoders returns the decodings for Watcher.Decode and
+// Watcher.DecodeFrom, which report an unmatched key once between them.
+// With from, ref (an object made for the same key before, or nil) lets a
+// JSON value be compacted by what changed (ObjectFrom); both decode
+// exactly as Decoder does.
+func (r *Rules) Decoders(logf func(format string, args ...any)) (decode func(kv *mvccpb.KeyValue) (any, error), from func(kv *mvccpb.KeyValue, ref any) (any, error)) {
 	var reported atomic.Bool
-	return func(kv *mvccpb.KeyValue) (any, error) {
+	from = func(kv *mvccpb.KeyValue, ref any) (any, error) {
 		mode, fields, matched := r.Default, []Field(nil), false
 		for _, rule := range r.Rules {
 			if fields, matched = rule.Pattern.Match(string(kv.Key)); matched {
@@ -46,7 +56,7 @@ func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.K
 		if !matched && len(r.Rules) > 0 && logf != nil && !reported.Swap(true) {
 			logf("%q does not match %s: printed without fields (reported for the first such key only)", kv.Key, r.name())
 		}
-		obj, err := Object(kv, mode, fields)
+		obj, err := ObjectFrom(kv, mode, fields, ref)
 		if err != nil {
 			// Only here: errors.As's target escapes, an allocation
 			// for every record.
@@ -57,6 +67,7 @@ func (r *Rules) Decoder(logf func(format string, args ...any)) func(kv *mvccpb.K
 		}
 		return obj, err
 	}
+	return func(kv *mvccpb.KeyValue) (any, error) { return from(kv, nil) }, from
 }
 
 // name names the rules for a message.

@@ -59,6 +59,21 @@ func ParseValueMode(s string) (ValueMode, error) { return valueModeNames.Parse("
 // stored, compacted: its members in their stored order, its numbers as
 // written (none loses precision).
 func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, error) {
+	return ObjectFrom(kv, mode, fields, nil)
+}
+
+// ObjectFrom is Object, given ref, an object Object made for the same key
+// before (or nil): when both values are JSON objects, the new one is
+// compacted by what changed (jsondoc.AppendCompactIndexedFrom). The
+// result is Object's, byte for byte.
+func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*jsondoc.Doc, error) {
+	var refValue []byte
+	var refIndex jsondoc.Index
+	if d, ok := ref.(*jsondoc.Doc); ok {
+		if name, v, x := d.Known(); name == "value" && x != nil {
+			refValue, refIndex = v, x
+		}
+	}
 	b := make([]byte, 0, len(kv.Key)+len(kv.Value)+128)
 	b = append(b, `{"create_revision":`...)
 	b = strconv.AppendInt(b, kv.CreateRevision, 10)
@@ -82,7 +97,7 @@ func Object(kv *mvccpb.KeyValue, mode ValueMode, fields []Field) (*jsondoc.Doc, 
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
 	b = append(b, `,"value":`...)
 	start := len(b)
-	b, x, err := appendValue(b, kv.Value, mode)
+	b, x, err := appendValue(b, kv.Value, mode, refValue, refIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +158,7 @@ func (e *ValueError) Unwrap() error { return e.Err }
 // appendValue appends the JSON of a value's bytes, decoded as mode says,
 // and the Index of a JSON object it appends as it is (nil for anything
 // else).
-func appendValue(dst, b []byte, mode ValueMode) ([]byte, jsondoc.Index, error) {
+func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx jsondoc.Index) ([]byte, jsondoc.Index, error) {
 	switch mode {
 	case ValueGob:
 		out, err := gobjson.DecodeBase64(b)
@@ -182,7 +197,7 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, jsondoc.Index, error) {
 		if !utf8.Valid(b) {
 			return nil, nil, errors.New("value is not JSON: not valid UTF-8")
 		}
-		out, x, err := appendCompact(dst, b)
+		out, x, err := appendCompact(dst, b, ref, rx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("value is not JSON: %w", err)
 		}
@@ -192,17 +207,18 @@ func appendValue(dst, b []byte, mode ValueMode) ([]byte, jsondoc.Index, error) {
 		// As a string, the bad bytes would be replaced: not lossless.
 		return appendMarshal(dst, Bytes(b)), nil, nil
 	}
-	if out, x, err := appendCompact(dst, b); err == nil {
+	if out, x, err := appendCompact(dst, b, ref, rx); err == nil {
 		return out, x, nil
 	}
 	return jsondoc.AppendString(dst, b), nil, nil // valid UTF-8, see above
 }
 
 // appendCompact appends b, which must be exactly one JSON value, without
-// insignificant space; dst is unchanged when b is not JSON. What is not
-// JSON goes to json.Compact too, for its error, which says where.
-func appendCompact(dst, b []byte) ([]byte, jsondoc.Index, error) {
-	if out, x, err := jsondoc.AppendCompactIndexed(dst, b); err == nil {
+// insignificant space; dst is unchanged when b is not JSON. ref and rx,
+// if not nil, are another state of the value, compact, and its Index. What
+// is not JSON goes to json.Compact too, for its error, which says where.
+func appendCompact(dst, b, ref []byte, rx jsondoc.Index) ([]byte, jsondoc.Index, error) {
+	if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
 		return out, x, nil
 	}
 	buf := bytes.NewBuffer(dst)

@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,7 +76,7 @@ func gobB64(wrapped bool) string {
 
 // valueTree is the tree of the JSON appendValue makes.
 func valueTree(b []byte, mode ValueMode) (any, error) {
-	out, _, err := appendValue(nil, b, mode)
+	out, _, err := appendValue(nil, b, mode, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -116,5 +119,59 @@ func TestParseValueMode(t *testing.T) {
 	}
 	if _, err := ParseValueMode("hex"); err == nil {
 		t.Error("ParseValueMode(hex): no error")
+	}
+}
+
+// TestObjectFromModel: whatever object it is given as the key's earlier
+// state (nil, an earlier state, another key's, a value that was no
+// object), ObjectFrom makes what Object makes, byte for byte, with the
+// same Index and the same error. The watcher's cache of last states can
+// then only make decoding faster, never different.
+func TestObjectFromModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	base := []string{
+		`{"id":"n1","state":"UP","status":{"beat":1,"addr":"10.0.0.1"},"labels":{"pairs":[{"key":"a","value":"true"}]}}`,
+		`{"id":"n1","state":"DOWN","status":{"beat":2,"addr":"10.0.0.1"},"labels":{"pairs":[{"key":"a","value":"true"}]}}`,
+		`{"id":"n1", "state":"UP","status":{"beat":3}}`,
+		`{"a":1}`, `{}`, `[1,2]`, `"s"`, `not json`, "{\"a\":\"\xff\"}", `{"a":1,"a":2}`,
+	}
+	value := func() []byte {
+		v := []byte(base[rng.IntN(len(base))])
+		for range rng.IntN(3) { // a few edits anywhere
+			i := rng.IntN(len(v) + 1)
+			c := []byte(`{}[]",: 0a\`)[rng.IntN(11)]
+			if rng.IntN(2) == 0 {
+				v = slices.Insert(v, i, c)
+			} else if i < len(v) {
+				v[i] = c
+			}
+		}
+		return v
+	}
+	for range 20000 {
+		mode := []ValueMode{ValueAuto, ValueJSON, ValueText}[rng.IntN(3)]
+		kv := &mvccpb.KeyValue{Key: []byte("/n/1"), Value: value(), ModRevision: 9, CreateRevision: 2, Version: 3}
+		var ref any
+		switch rng.IntN(4) {
+		case 1, 2:
+			if d, err := Object(&mvccpb.KeyValue{Key: []byte("/n/" + strconv.Itoa(rng.IntN(2))), Value: value()}, ValueAuto, nil); err == nil {
+				ref = d
+			}
+		case 3:
+			ref = "not a Doc"
+		}
+		want, werr := Object(kv, mode, nil)
+		got, gerr := ObjectFrom(kv, mode, nil, ref)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("%q: error %v, Object's %v", kv.Value, gerr, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		wn, wv, wx := want.Known()
+		gn, gv, gx := got.Known()
+		if !bytes.Equal(got.JSON(), want.JSON()) || wn != gn || !bytes.Equal(wv, gv) || !slices.Equal(wx, gx) || (wx == nil) != (gx == nil) {
+			t.Fatalf("%q from %v:\n got %s %v\nwant %s %v", kv.Value, ref, got.JSON(), gx, want.JSON(), wx)
+		}
 	}
 }

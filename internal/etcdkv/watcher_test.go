@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/etcdwire"
 	"github.com/nodewatch/nodewatch/internal/handoff"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
@@ -410,5 +412,50 @@ func TestPageSize(t *testing.T) {
 	}
 	if got := (&Watcher{PageSize: 7}).pageSize(1000, 1000); got != 7 {
 		t.Errorf("PageSize 7: pageSize = %d", got)
+	}
+}
+
+// TestWatcherDecodesFromLast: a watch event of a large value is decoded
+// from the key's object of its last event (DecodeFrom, with that object),
+// small ones and listings with Decode; a deletion forgets the key. The
+// objects are those Decode makes.
+func TestWatcherDecodesFromLast(t *testing.T) {
+	_, c := etcdtest.StartWith(t, "/d/a", `{"n":0}`)
+	big := func(n int) string {
+		return fmt.Sprintf(`{"n":%d,"labels":"%s"}`, n, strings.Repeat("x", fromMin))
+	}
+	decode, from := (&Rules{}).Decoders(nil)
+	var refs []any
+	w := &Watcher{Client: c, Key: "/d/", Prefix: true, Decode: decode,
+		DecodeFrom: func(kv *mvccpb.KeyValue, ref any) (any, error) {
+			refs = append(refs, ref) // the watcher's goroutine only
+			return from(kv, ref)
+		}}
+	mb := startWatcher(t, w)
+	next(t, mb) // the listing
+	var objs []any
+	for i, v := range []string{big(1), big(2), `{"n":3}`, big(4)} {
+		etcdtest.Put(t, c, "/d/a", v)
+		b := next(t, mb)
+		want, err := decode(&mvccpb.KeyValue{Key: []byte("/d/a"), Value: []byte(v), CreateRevision: 2,
+			ModRevision: b.Changes[0].Rev, Version: int64(i + 2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Changes[0].Object.(*jsondoc.Doc); !bytes.Equal(got.JSON(), want.(*jsondoc.Doc).JSON()) {
+			t.Fatalf("put %d: %s, Decode makes %s", i, got.JSON(), want.(*jsondoc.Doc).JSON())
+		}
+		objs = append(objs, b.Changes[0].Object)
+	}
+	etcdtest.Delete(t, c, "/d/a")
+	next(t, mb)
+	etcdtest.Put(t, c, "/d/a", big(5))
+	next(t, mb)
+	// The first big value has no earlier event; the second is decoded
+	// from the first; the small one with Decode; the fourth from the
+	// second (an entry stays when a value shrinks); after the deletion,
+	// nothing.
+	if len(refs) != 2 || refs[0] != objs[0] || refs[1] != objs[1] {
+		t.Fatalf("DecodeFrom got %d references (%v), want the objects of puts 1 and 2", len(refs), refs)
 	}
 }

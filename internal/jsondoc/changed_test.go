@@ -1,0 +1,129 @@
+package jsondoc
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// checkCompactFrom: AppendCompactIndexedFrom(dst, src, ref, rx) makes what
+// AppendCompactIndexed(dst, src) makes, byte for byte, with the same
+// Index and an error for the same src.
+func checkCompactFrom(t *testing.T, src, ref []byte, rx Index) {
+	t.Helper()
+	want, wx, werr := AppendCompactIndexed([]byte("pre"), src)
+	got, gx, gerr := AppendCompactIndexedFrom([]byte("pre"), src, ref, rx)
+	if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || !slices.Equal(gx, wx) || (gx == nil) != (wx == nil) {
+		t.Fatalf("from %q (Index %v), %q:\n got %q %v %v\nwant %q %v %v", ref, rx, src, got, gx, gerr, want, wx, werr)
+	}
+}
+
+// randomObject returns a random JSON object with random space.
+func randomObject(rng *rand.Rand) []byte {
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i := range rng.IntN(6) {
+		if i > 0 {
+			b.WriteString([]string{",", " , "}[rng.IntN(2)])
+		}
+		b.WriteString(randomString(rng) + ":")
+		b.Write(randomJSON(rng, 1))
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// nextState returns another state of the compact object ref: the same, one
+// member's value replaced (by JSON, with space or without, or by what is
+// not a value), a key changed, or bytes edited anywhere.
+func nextState(rng *rand.Rand, ref []byte, rx Index) []byte {
+	k := rng.IntN(len(rx))
+	start := stringEnd(ref, int(rx[k])) + 1
+	end := len(ref) - 1
+	if k+1 < len(rx) {
+		end = int(rx[k+1]) - 1
+	}
+	replace := func(lo, hi int, with []byte) []byte {
+		return slices.Concat(ref[:lo], with, ref[hi:])
+	}
+	junk := []string{"", ",", `1,"b":2`, `"x" "y"`, "[", "}", `"\`, "\x01", " ", "tru", "1 2", `{"a":1}}`}
+	switch rng.IntN(8) {
+	case 0:
+		return slices.Clone(ref)
+	case 1, 2:
+		return replace(start, end, randomJSON(rng, 1))
+	case 3:
+		return replace(start, end, []byte(junk[rng.IntN(len(junk))]))
+	case 4:
+		// A part of the value only, as a heartbeat changes.
+		lo := start + rng.IntN(end-start+1)
+		hi := lo + rng.IntN(end-lo+1)
+		return replace(lo, hi, []byte(junk[rng.IntN(len(junk))]+string(randomJSON(rng, 3))))
+	case 5:
+		return replace(int(rx[k]), start-1, []byte(randomString(rng)))
+	}
+	out := slices.Clone(ref)
+	for range 1 + rng.IntN(3) {
+		i := rng.IntN(len(out) + 1)
+		c := []byte(`{}[]",: 0a\`)[rng.IntN(11)]
+		switch rng.IntN(3) {
+		case 0:
+			out = slices.Insert(out, i, c)
+		case 1:
+			if i < len(out) {
+				out = slices.Delete(out, i, i+1)
+			}
+		default:
+			if i < len(out) {
+				out[i] = c
+			}
+		}
+	}
+	return out
+}
+
+// TestCompactFromModel holds AppendCompactIndexedFrom to
+// AppendCompactIndexed over random objects and random next states.
+func TestCompactFromModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	fast := 0
+	for range 30000 {
+		ref, rx, err := AppendCompactIndexed(nil, randomObject(rng))
+		if err != nil || len(rx) == 0 {
+			continue
+		}
+		src := nextState(rng, ref, rx)
+		checkCompactFrom(t, src, ref, rx)
+		if _, _, ok := appendChanged(nil, src, ref, rx); ok {
+			fast++
+		}
+	}
+	if fast < 5000 {
+		t.Fatalf("only %d of the cases took the fast path: the model tests little of it", fast)
+	}
+}
+
+// TestCompactFromLarge: past 64 KiB there is no Index, as
+// AppendCompactIndexed makes none.
+func TestCompactFromLarge(t *testing.T) {
+	big := `"` + string(bytes.Repeat([]byte("x"), 70000)) + `"`
+	ref, rx, err := AppendCompactIndexed(nil, []byte(`{"a":1,"b":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompactFrom(t, []byte(`{"a":`+big+`,"b":2}`), ref, rx)
+}
+
+func FuzzCompactFrom(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,2]}}`), []byte(`{"a":1,"b":{"c":[1,3]}}`))
+	f.Add([]byte(`{"a":1,"b":2}`), []byte(`{"a":1,"b":2,"c":3}`))
+	f.Add([]byte(`{"a":"x"}`), []byte(`{"a":"x" }`))
+	f.Fuzz(func(t *testing.T, refSrc, src []byte) {
+		ref, rx, err := AppendCompactIndexed(nil, refSrc)
+		if err != nil || len(rx) == 0 {
+			return
+		}
+		checkCompactFrom(t, src, ref, rx)
+	})
+}
