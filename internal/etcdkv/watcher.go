@@ -73,7 +73,7 @@ type Watcher struct {
 	// DecodeFrom, if set, decodes the key-values of watch events instead
 	// of Decode, given the object last decoded from a watch event for the
 	// same key (nil for none), which it may read to decode faster
-	// (Rules.DecoderFrom); it must decode exactly as Decode does.
+	// (Rules.Decoders); it must decode exactly as Decode does.
 	// Listings use Decode, so that `--once` keeps nothing for it.
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
 	// ID turns a key into the id of its object. Nil uses the key.
@@ -649,7 +649,7 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 }
 
 // changeFrom is change, decoding with DecodeFrom and ref when ref is not
-// nil.
+// nil (event gives one only when DecodeFrom is set).
 func (w *Watcher) changeFrom(kv *mvccpb.KeyValue, deleted bool, ref any) (nodeset.Change, bool) {
 	key := string(kv.Key)
 	id := key
@@ -669,7 +669,7 @@ func (w *Watcher) changeFrom(kv *mvccpb.KeyValue, deleted bool, ref any) (nodese
 	}
 	var obj any
 	var err error
-	if ref != nil && w.DecodeFrom != nil {
+	if ref != nil {
 		obj, err = w.DecodeFrom(kv, ref)
 	} else {
 		obj, err = w.Decode(kv)

@@ -21,11 +21,7 @@ func Listen(t testing.TB) net.Listener {
 // test ends.
 func TCPPair(t testing.TB) (client, server *net.TCPConn) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := Listen(t)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, _ := l.Accept()
