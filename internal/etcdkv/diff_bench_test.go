@@ -1,6 +1,7 @@
 package etcdkv
 
 import (
+	"strings"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -9,31 +10,45 @@ import (
 )
 
 // BenchmarkDiffKeyValue diffs two states of a key as key prints them (its
-// Doc, the value indexed), a small node record whose heartbeat moved: what
-// the encoder does for every update it prints.
+// Doc, the value indexed), a node record whose heartbeat moved: what the
+// encoder does for every update it prints. The records are those of
+// bench/compare's shapes: a bare record of about 200 B, and one of about
+// 600 B whose status holds more after the heartbeat.
 //
 //	go test -run '^$' -bench DiffKeyValue ./internal/etcdkv
 func BenchmarkDiffKeyValue(b *testing.B) {
-	kv := func(ts string, rev int64) *mvccpb.KeyValue {
-		return &mvccpb.KeyValue{Key: []byte("/nodes/metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51"),
-			Value: []byte(`{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetesWorker":{}},"state":"NODE_STATE_UP",` +
-				`"status":{"externalAddress":"10.17.201.33","timestamp":"` + ts + `"}}`),
-			CreateRevision: 2, ModRevision: rev, Version: rev - 1}
-	}
-	prev, err := Object(kv("2026-11-24T10:31:13.000000001Z", 10), ValueAuto, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	obj, err := Object(kv("2026-11-24T10:31:14.000000001Z", 11), ValueAuto, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var d jsondoc.Differ
-	if n := len(d.Diff(prev, obj)); n != 3 {
-		b.Fatalf("%d paths", n)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		d.Diff(prev, obj)
+	for _, c := range []struct{ name, value string }{
+		{"200B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
+			`"status":{"external_address":"10.17.201.33","timestamp":"TS"},"state":"NODE_STATE_UP"}`},
+		{"600B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
+			`"status":{"external_address":"10.17.201.33","timestamp":"TS","version":{"release":{"minor":"1","patch":"1"},` +
+			`"git_information":{"commit_hash":"753562701bd32d3c5a0237a3602e2f75def7b134","build_tree_state":"BUILD_TREE_STATE_CLEAN"}},` +
+			`"boot_id":"eHxZTtLKNau3v4FjU6UIfA=="},"clusternet":{"wireguard_pubkey":"POFOXtBtNRZtQdAXCzWggk9so1WGmKrePt++4JWDO70=",` +
+			`"prefixes":[{"cidr":"10.17.201.33/32"},{"cidr":"10.128.1.0/24"}]},"state":"NODE_STATE_UP",` +
+			`"labels":{"pairs":[{"key":"topology.kubernetes.io/zone","value":"zone-a"}]}}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			kv := func(ts string, rev int64) *mvccpb.KeyValue {
+				return &mvccpb.KeyValue{Key: []byte("/nodes/metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51"),
+					Value:          []byte(strings.Replace(c.value, "TS", ts, 1)),
+					CreateRevision: 2, ModRevision: rev, Version: rev - 1}
+			}
+			prev, err := Object(kv("2026-11-24T10:31:13Z", 10), ValueAuto, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			obj, err := Object(kv("2026-11-24T10:31:14Z", 11), ValueAuto, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var d jsondoc.Differ
+			if n := len(d.Diff(prev, obj)); n != 3 {
+				b.Fatalf("%d paths", n)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				d.Diff(prev, obj)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package jsondoc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 )
@@ -97,11 +98,15 @@ func appendChanged(dst, src, ref []byte, rx Index) (out []byte, x Index, ok bool
 	return out, x, true
 }
 
-// commonPrefix returns the length of the longest prefix a and b share,
-// comparing eight bytes at a time.
+// commonPrefix returns the length of the longest prefix a and b share.
+// Equal runs are skipped a block at a time (bytes.Equal is vectorized),
+// the first difference is found eight bytes at a time.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for i+equalBlock <= n && bytes.Equal(a[i:i+equalBlock], b[i:i+equalBlock]) {
+		i += equalBlock
+	}
 	for ; i+8 <= n; i += 8 {
 		if d := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); d != 0 {
 			return i + bits.TrailingZeros64(d)/8
@@ -114,10 +119,13 @@ func commonPrefix(a, b []byte) int {
 }
 
 // commonSuffix returns the length of the longest suffix a and b share,
-// comparing eight bytes at a time.
+// as commonPrefix finds a prefix.
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
+	for i+equalBlock <= n && bytes.Equal(a[len(a)-i-equalBlock:len(a)-i], b[len(b)-i-equalBlock:len(b)-i]) {
+		i += equalBlock
+	}
 	for ; i+8 <= n; i += 8 {
 		if d := binary.LittleEndian.Uint64(a[len(a)-i-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-i-8:]); d != 0 {
 			return i + bits.LeadingZeros64(d)/8
@@ -128,3 +136,7 @@ func commonSuffix(a, b []byte) int {
 	}
 	return i
 }
+
+// equalBlock is how many bytes commonPrefix and commonSuffix compare at
+// once while they match.
+const equalBlock = 64

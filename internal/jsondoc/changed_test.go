@@ -127,3 +127,41 @@ func FuzzCompactFrom(f *testing.F) {
 		checkCompactFrom(t, src, ref, rx)
 	})
 }
+
+// TestCommonPrefixSuffix: commonPrefix and commonSuffix agree with a loop
+// over single bytes, on slices that share runs of every length, across
+// the blocks and words they compare.
+func TestCommonPrefixSuffix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		a := make([]byte, rng.IntN(300))
+		for i := range a {
+			a[i] = byte('a' + rng.IntN(3))
+		}
+		b := slices.Clone(a)
+		switch rng.IntN(3) {
+		case 0:
+			b = b[:rng.IntN(len(b)+1)]
+		case 1:
+			b = append(b, a[:rng.IntN(len(a)+1)]...)
+		}
+		for range rng.IntN(3) {
+			if len(b) > 0 {
+				b[rng.IntN(len(b))] = byte('a' + rng.IntN(3))
+			}
+		}
+		pre, suf := 0, 0
+		for pre < min(len(a), len(b)) && a[pre] == b[pre] {
+			pre++
+		}
+		for suf < min(len(a), len(b)) && a[len(a)-1-suf] == b[len(b)-1-suf] {
+			suf++
+		}
+		if got := commonPrefix(a, b); got != pre {
+			t.Fatalf("commonPrefix(%q, %q) = %d, want %d", a, b, got, pre)
+		}
+		if got := commonSuffix(a, b); got != suf {
+			t.Fatalf("commonSuffix(%q, %q) = %d, want %d", a, b, got, suf)
+		}
+	}
+}
