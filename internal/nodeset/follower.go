@@ -245,7 +245,13 @@ func (f *Follower) step(c Change) (Event, error) {
 	if c.Undecodable {
 		return Event{}, nil
 	}
-	prev, had := f.set.Get(c.ID)
+	// One lookup serves the whole step: an update replaces the object
+	// in its entry.
+	e, had := f.set.byID[c.ID]
+	var prev any
+	if had {
+		prev = e.obj
+	}
 	keep := !c.Deleted
 	if keep && f.Filter != nil {
 		ok, err := f.Filter(c.ID, c.Object)
@@ -273,7 +279,7 @@ func (f *Follower) step(c Change) (Event, error) {
 		// user has seen.
 		return Event{}, nil
 	}
-	f.set.Put(c.ID, c.Object)
+	e.obj = c.Object
 	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
 }
 
