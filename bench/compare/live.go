@@ -362,12 +362,14 @@ func (c *changer) write(ctx context.Context, kv clientv3.KV, units, per int) err
 	return nil
 }
 
-// profileEnv is the environment of a nodewatch run of a live row: with
-// -profile, a CPU profile into DIR/<row>-<name>.pprof (the last pair's
-// run's).
+// profileEnv is the environment of a nodewatch run of a live row, or of
+// row 2's serve: with -profile, a CPU profile into DIR/<row>-<name>.pprof
+// and an allocation profile (what was live at the end, too) into
+// DIR/<row>-<name>-mem.pprof (the last pair's run's).
 func (c config) profileEnv(row int, name string) []string {
 	if c.profile == "" {
 		return nil
 	}
-	return []string{"NODEWATCH_CPUPROFILE=" + filepath.Join(c.profile, fmt.Sprintf("%d-%s.pprof", row, name))}
+	at := func(suffix string) string { return filepath.Join(c.profile, fmt.Sprintf("%d-%s%s.pprof", row, name, suffix)) }
+	return []string{"NODEWATCH_CPUPROFILE=" + at(""), "NODEWATCH_MEMPROFILE=" + at("-mem")}
 }

@@ -104,7 +104,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.writers, "writers", 8, "writers making the changes at once in the live rows (3, 8)")
 	flag.StringVar(&modes, "modes", "puts,txns", "how the live rows (3, 8) write sized records: puts (single), txns (transactions)")
 	flag.StringVar(&variantShapes, "variant-shapes", "600", "the shapes (among -shapes) row 8 runs at: no filter, and --equals")
-	flag.StringVar(&c.profile, "profile", "", "write CPU profiles of nodewatch in the live rows (3, 7, 8) to DIR/<row>-<shape>.pprof, the last pair's (NODEWATCH_CPUPROFILE; profiling adds to its CPU)")
+	flag.StringVar(&c.profile, "profile", "", "write CPU and allocation profiles of nodewatch in the live rows (3, 7, 8) and of row 2's serve to DIR/<row>-<shape>[-mem].pprof, the last pair's (NODEWATCH_CPUPROFILE, NODEWATCH_MEMPROFILE; profiling adds to its CPU)")
 	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
 	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
 	flag.IntVar(&c.streams, "streams", 1000, "Watch streams on serve (6)")

@@ -115,7 +115,7 @@ func snapshotShape(ctx context.Context, c config, e *etcdServer, t *table, s sha
 	if !c.rows[2] {
 		return nil
 	}
-	srv, addr, err := startServe(c, e, prefix, nil)
+	srv, addr, err := startServe(c, e, prefix, c.profileEnv(2, s.name+"-serve"))
 	if err != nil {
 		return err
 	}
