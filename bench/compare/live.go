@@ -370,6 +370,8 @@ func (c config) profileEnv(row int, name string) []string {
 	if c.profile == "" {
 		return nil
 	}
-	at := func(suffix string) string { return filepath.Join(c.profile, fmt.Sprintf("%d-%s%s.pprof", row, name, suffix)) }
+	at := func(suffix string) string {
+		return filepath.Join(c.profile, fmt.Sprintf("%d-%s%s.pprof", row, name, suffix))
+	}
 	return []string{"NODEWATCH_CPUPROFILE=" + at(""), "NODEWATCH_MEMPROFILE=" + at("-mem")}
 }
