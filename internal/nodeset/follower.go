@@ -247,7 +247,7 @@ func (f *Follower) step(c Change) (Event, error) {
 	}
 	// One lookup serves the whole step: an update replaces the object
 	// in its entry.
-	e, had := f.set.byID[c.ID]
+	e, had := f.set.lookup(c.ID)
 	var prev any
 	if had {
 		prev = e.obj

@@ -37,6 +37,13 @@ func (s *Set) Get(id string) (any, bool) {
 	return e.obj, true
 }
 
+// lookup returns the entry of id, and whether there is one: a caller
+// that updates the object replaces it in the entry, with no second lookup.
+func (s *Set) lookup(id string) (*entry, bool) {
+	e, ok := s.byID[id]
+	return e, ok
+}
+
 // Put stores obj under id, replacing any earlier object.
 func (s *Set) Put(id string, obj any) {
 	if e, ok := s.byID[id]; ok {
