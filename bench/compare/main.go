@@ -56,7 +56,7 @@ type config struct {
 // changes (so no row 7, which follows the simulator's records), and no
 // row 9 (10,000 streams, a minute a run).
 var quick = map[string]string{"pairs": "3", "records": "20000", "records-4k": "20000", "changes": "10000", "txn-changes": "10000",
-	"shapes": "600", "latency-for": "2s", "rows": "1,2,3,4,5,6,7,8,10"}
+	"shapes": "600", "latency-for": "2s", "rows": "1,2,3,4,5,6,7,8,10,11"}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "measured" {
@@ -114,9 +114,9 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.updates, "updates", 50, "updates fanned out to the streams (6, 9)")
 	flag.IntVar(&c.backlogStreams, "backlog-streams", 100, "streams opened at once over a backlog of -records 600 B records (10)")
 	flag.StringVar(&c.streamsClient, "streams-client", "h2", "the client of the streams of rows 6, 9 and 10: h2 (a light one: one goroutine per connection) or grpc (grpc-go's, which costs more CPU per event than serve)")
-	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8,9,10", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
+	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8,9,10,11", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
 		"5 follower (Go benchmark), 6 serve fan-out (1,000 streams), 7 live nodes via serve, 8 live without a filter and with --equals, "+
-		"9 serve fan-out (10,000 streams), 10 serve's backlog to many new streams at once")
+		"9 serve fan-out (10,000 streams), 10 serve's backlog to many new streams at once, 11 key --once of one record into a pipe")
 	flag.Parse()
 	if q {
 		given := map[string]bool{}
@@ -300,7 +300,7 @@ func run(ctx context.Context, c config) (*table, error) {
 		n  int
 		fn func(context.Context, config, *etcdServer, *table) error
 	}{{1, rowSnapshot}, {3, rowLive}, {4, rowLatency}, {5, rowFollower},
-		{6, rowFanout1k}, {9, rowFanout10k}, {10, rowBacklog}} {
+		{6, rowFanout1k}, {9, rowFanout10k}, {10, rowBacklog}, {11, rowOne}} {
 		if !c.rows[r.n] && !(r.n == 1 && c.rows[2]) && !(r.n == 3 && (c.rows[7] || c.rows[8])) {
 			continue
 		}

@@ -49,20 +49,37 @@ func finish(cmd *exec.Cmd, start time.Time) (usage, error) {
 // floor of its own (ru_maxrss is carried over exec), and this process
 // holds the records it loaded.
 func measure(name string, args ...string) (usage, error) {
+	u, _, err := measureWith("", name, args...)
+	return u, err
+}
+
+// measureWith is measure; how is "" (stdout to /dev/null) or "-pipe" (a
+// pipe that `compare measured` drains, and then prints how many bytes
+// came through it on its own stdout, which measureWith returns).
+func measureWith(how, name string, args ...string) (usage, string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return usage{}, err
+		return usage{}, "", err
 	}
-	cmd := exec.Command(self, append([]string{"measured", name}, args...)...)
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		return usage{}, err
+	margs := []string{"measured"}
+	if how != "" {
+		margs = append(margs, how)
 	}
-	defer null.Close()
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = null, &stderr
+	cmd := exec.Command(self, append(append(margs, name), args...)...)
+	var stdout, stderr strings.Builder
+	if how == "" {
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return usage{}, "", err
+		}
+		defer null.Close()
+		cmd.Stdout = null
+	} else {
+		cmd.Stdout = &stdout
+	}
+	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return usage{}, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+		return usage{}, "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	var u usage
 	last := stderr.String()
@@ -71,27 +88,58 @@ func measure(name string, args ...string) (usage, error) {
 	}
 	var wall, cpu int64
 	if _, err := fmt.Sscanf(last, "measured: wall %d cpu %d maxrss %d", &wall, &cpu, &u.maxRSS); err != nil {
-		return usage{}, fmt.Errorf("%s: no usage in %q", name, stderr.String())
+		return usage{}, "", fmt.Errorf("%s: no usage in %q", name, stderr.String())
 	}
 	u.wall, u.cpu = time.Duration(wall), time.Duration(cpu)
-	return u, nil
+	return u, stdout.String(), nil
 }
 
-// measuredMain is `compare measured NAME ARGS...`: it runs the command,
-// with this process's stdout and stderr, and prints its usage as the last
-// line on stderr.
+// measuredMain is `compare measured [-pipe] NAME ARGS...`: it runs the
+// command, with this process's stdout (or, with -pipe, a pipe it drains,
+// as the reader of a shell pipeline would, and then prints "piped N", the
+// bytes that came through) and stderr, and prints its usage as the last
+// line on stderr. The command's wall time ends when it has exited and
+// its output is drained.
 func measuredMain(name string, args []string) {
+	piped := name == "-pipe"
+	if piped {
+		name, args = args[0], args[1:]
+	}
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stderr = os.Stderr
+	if !piped {
+		cmd.Stdout = os.Stdout
+	}
+	var n int64
+	var drained chan struct{}
+	var out io.ReadCloser
+	if piped {
+		var err error
+		if out, err = cmd.StdoutPipe(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if piped {
+		drained = make(chan struct{})
+		go func() {
+			defer close(drained)
+			n, _ = io.Copy(io.Discard, out)
+		}()
+		<-drained // before Wait, which closes the pipe
+	}
 	u, err := finish(cmd, start)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if piped {
+		fmt.Printf("piped %d\n", n)
 	}
 	fmt.Fprintf(os.Stderr, "measured: wall %d cpu %d maxrss %d\n", u.wall, u.cpu, u.maxRSS)
 }
