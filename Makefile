@@ -40,8 +40,8 @@ bench:
 ## bench-compare: nodewatch side by side with etcdctl (pinned, built from the module proxy) on the
 ## same data, alternated, as a table of medians and ratios, for each shape of records: the
 ## simulator's, and records of 200 B, 600 B and 4 KiB, changed by single puts and by transactions
-## of 50, and serve with 1,000 and 10,000 streams and 100 streams over a 100,000-node backlog
-## (~15 minutes on 2 cores). BENCHFLAGS passes flags: BENCHFLAGS=-quick (600 B records, fewer of
+## of 50, serve with 1,000 and 10,000 streams and 100 streams over a 100,000-node backlog, and
+## one record read into a pipe (~15 minutes on 2 cores). BENCHFLAGS passes flags: BENCHFLAGS=-quick (600 B records, fewer of
 ## them, no 10,000 streams, ~2 minutes), BENCHFLAGS='-rows 3 -shapes 600,4k -modes txns -profile
 ## prof', BENCHFLAGS='-rows 6,9,10' (serve's rows alone).
 bench-compare: build etcd-bin
