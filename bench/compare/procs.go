@@ -107,31 +107,24 @@ func measuredMain(name string, args []string) {
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stderr = os.Stderr
-	if !piped {
-		cmd.Stdout = os.Stdout
-	}
-	var n int64
-	var drained chan struct{}
-	var out io.ReadCloser
+	var out io.Reader
 	if piped {
 		var err error
 		if out, err = cmd.StdoutPipe(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+	} else {
+		cmd.Stdout = os.Stdout
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	var n int64
 	if piped {
-		drained = make(chan struct{})
-		go func() {
-			defer close(drained)
-			n, _ = io.Copy(io.Discard, out)
-		}()
-		<-drained // before Wait, which closes the pipe
+		n, _ = io.Copy(io.Discard, out) // to its end, before Wait closes the pipe
 	}
 	u, err := finish(cmd, start)
 	if err != nil {
