@@ -194,36 +194,41 @@ func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx jsondoc.Index) ([
 		}
 		return jsondoc.AppendString(dst, b), nil, nil
 	case ValueJSON:
+		// Valid UTF-8 and JSON, as nearly every value is: checked in
+		// one pass, and only where it differs from ref.
+		if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
+			return out, x, nil
+		}
 		if !utf8.Valid(b) {
 			return nil, nil, errors.New("value is not JSON: not valid UTF-8")
 		}
-		out, x, err := appendCompact(dst, b, ref, rx)
+		out, err := appendCompact(dst, b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("value is not JSON: %w", err)
 		}
-		return out, x, nil
+		return out, nil, nil
+	}
+	if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
+		return out, x, nil // as for ValueJSON
 	}
 	if !utf8.Valid(b) {
 		// As a string, the bad bytes would be replaced: not lossless.
 		return appendMarshal(dst, Bytes(b)), nil, nil
 	}
-	if out, x, err := appendCompact(dst, b, ref, rx); err == nil {
-		return out, x, nil
+	if out, err := appendCompact(dst, b); err == nil {
+		return out, nil, nil
 	}
 	return jsondoc.AppendString(dst, b), nil, nil // valid UTF-8, see above
 }
 
-// appendCompact appends b, which must be exactly one JSON value, without
-// insignificant space; dst is unchanged when b is not JSON. ref and rx,
-// if not nil, are another state of the value, compact, and its Index. What
-// is not JSON goes to json.Compact too, for its error, which says where.
-func appendCompact(dst, b, ref []byte, rx jsondoc.Index) ([]byte, jsondoc.Index, error) {
-	if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
-		return out, x, nil
-	}
+// appendCompact appends b, valid UTF-8 that jsondoc's compaction did not
+// take, without insignificant space if it is exactly one JSON value (say,
+// nested deeper than jsondoc reads); dst is unchanged when it is not,
+// and json.Compact's error says where.
+func appendCompact(dst, b []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
 	if err := json.Compact(buf, b); err != nil {
-		return dst, nil, err
+		return dst, err
 	}
-	return buf.Bytes(), nil, nil
+	return buf.Bytes(), nil
 }

@@ -36,6 +36,8 @@ func TestDecodeValueModes(t *testing.T) {
 		{"auto JSON string with bad UTF-8 is binary", "\"\xff\"", ValueAuto, b64("Iv8i"), false},
 		{"json ok", `[true,null]`, ValueJSON, []any{true, nil}, false},
 		{"json rejects text", `hello`, ValueJSON, nil, true},
+		{"json rejects bad UTF-8 in an object", "{\"a\":[\"\xff\"]}", ValueJSON, nil, true},
+		{"auto object with bad UTF-8 is binary", "{\"a\":\"\xc3\"}", ValueAuto, b64("eyJhIjoiwyJ9"), false},
 		{"text keeps JSON as a string", `{"a":1}`, ValueText, `{"a":1}`, false},
 		{"text rejects binary", "\xff", ValueText, nil, true},
 		{"base64", "\xff\x00", ValueBase64, "/wA=", false},
@@ -134,6 +136,8 @@ func TestObjectFromModel(t *testing.T) {
 		`{"id":"n1","state":"DOWN","status":{"beat":2,"addr":"10.0.0.1"},"labels":{"pairs":[{"key":"a","value":"true"}]}}`,
 		`{"id":"n1", "state":"UP","status":{"beat":3}}`,
 		`{"a":1}`, `{}`, `[1,2]`, `"s"`, `not json`, "{\"a\":\"\xff\"}", `{"a":1,"a":2}`,
+		// The first with a byte that is not UTF-8 in what changed.
+		"{\"id\":\"n1\",\"state\":\"U\xffP\",\"status\":{\"beat\":1,\"addr\":\"10.0.0.1\"},\"labels\":{\"pairs\":[{\"key\":\"a\",\"value\":\"true\"}]}}",
 	}
 	value := func() []byte {
 		v := []byte(base[rng.IntN(len(base))])

@@ -7,9 +7,10 @@ import (
 )
 
 // AppendCompactIndexedFrom is AppendCompactIndexed(dst, src): the same
-// bytes, the same Index, an error for the same src. ref and rx are
-// another state of the same record, a compact object and its Index as
-// AppendCompactIndexed made them. Two states of a record mostly differ in
+// bytes, the same Index, an error for the same src (one that is not JSON,
+// or not valid UTF-8). ref and rx are another state of the same record, a
+// compact object and its Index as AppendCompactIndexed made them, so
+// valid UTF-8: the bytes src shares with it are not checked again. Two states of a record mostly differ in
 // a few members (a state and a heartbeat, while dozens of labels stay as
 // they were): the common prefix and suffix of src and ref place the
 // change within a run of top-level members, and only those are read
@@ -58,7 +59,7 @@ func appendChanged(dst, src, ref []byte, rx Index) (out []byte, x Index, ok bool
 	// src is ref[:from] + m + ref[endRef:]: valid exactly when m is one
 	// or more members, with a key offset each for the Index.
 	base := len(dst)
-	c := compactor{src: src[from:endSrc], dst: append(dst, src[:from]...)}
+	c := compactor{src: src[from:endSrc], dst: append(dst, src[:from]...), utf8: true}
 	x = append(make(Index, 0, len(rx)+1), rx[:k1]...)
 	for {
 		c.space()

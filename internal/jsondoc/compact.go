@@ -1,6 +1,9 @@
 package jsondoc
 
-import "errors"
+import (
+	"errors"
+	"unicode/utf8"
+)
 
 // errNotJSON is AppendCompact's error: the caller only needs to know that
 // the bytes are not one JSON value (etcd values that are not JSON are
@@ -20,9 +23,11 @@ func AppendCompact(dst, src []byte) ([]byte, error) {
 
 // AppendCompactIndexed is AppendCompact that also returns the Index of
 // the object src encodes: nil when src is not an object, or its compact
-// encoding is 64 KiB or more.
+// encoding is 64 KiB or more. Unlike AppendCompact (and json.Compact), it
+// also fails for a string that is not valid UTF-8: its callers print
+// such a value another way, and need not check all of it first.
 func AppendCompactIndexed(dst, src []byte) ([]byte, Index, error) {
-	c := compactor{src: src, dst: dst, base: len(dst), indexing: true}
+	c := compactor{src: src, dst: dst, base: len(dst), indexing: true, utf8: true}
 	out, err := c.run(dst)
 	if err != nil || !c.indexing || len(out)-c.base > 1<<16-1 {
 		return out, nil, err
@@ -45,10 +50,11 @@ func (c *compactor) run(dst []byte) ([]byte, error) {
 // compactor validates src and copies it to dst, leaving out space: start
 // is where the bytes not yet copied begin. With indexing, it records the
 // Index of an object at depth 0 (written at dst[base:]); indexing is
-// cleared when there is none.
+// cleared when there is none. With utf8, strings must be valid UTF-8.
 type compactor struct {
 	src, dst []byte
 	i, start int
+	utf8     bool
 
 	indexing bool
 	base     int
@@ -146,14 +152,25 @@ func (c *compactor) container(depth int, close byte, members bool) bool {
 }
 
 // str reads a string: no control characters, only JSON's escapes. Bytes
-// that are not UTF-8 pass, as they pass json.Compact.
+// that are not UTF-8 pass, as they pass json.Compact, unless c.utf8.
 func (c *compactor) str() bool {
 	s := c.src
 	for i := c.i + 1; i < len(s); i++ {
-		if i = stringStop(s, i); i >= len(s) {
+		if c.utf8 {
+			i = stringStopHigh(s, i)
+		} else {
+			i = stringStop(s, i)
+		}
+		if i >= len(s) {
 			break
 		}
 		switch b := s[i]; {
+		case b >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				return false
+			}
+			i += size - 1
 		case b == '"':
 			c.i = i + 1
 			return true

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // compactCorpus holds JSON and near-JSON texts on the edges of the
@@ -37,7 +38,15 @@ func checkCompact(t *testing.T, src []byte) {
 	}
 	// AppendCompactIndexed makes the same bytes, and an Index that finds
 	// what scanning finds.
+	// It fails, too, for a string that is not valid UTF-8 (and only
+	// a string can hold a byte beyond ASCII).
 	igot, x, ierr := AppendCompactIndexed([]byte("prefix"), src)
+	if gerr == nil && !utf8.Valid(src) {
+		if ierr == nil || string(igot) != "prefix" {
+			t.Fatalf("AppendCompactIndexed(%q) = %q, %v; want an error for what is not UTF-8", src, igot, ierr)
+		}
+		return
+	}
 	if !bytes.Equal(igot, got) || (ierr == nil) != (gerr == nil) {
 		t.Fatalf("AppendCompactIndexed(%q) = %q, %v; AppendCompact makes %q, %v", src, igot, ierr, got, gerr)
 	}

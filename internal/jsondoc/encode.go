@@ -11,6 +11,9 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i += plainLen(s[i:]); i == len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if ' ' <= b && b <= '~' && b != '"' && b != '\\' {
 				i++

@@ -3,6 +3,7 @@ package jsondoc
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/itchyny/gojq"
@@ -18,6 +19,9 @@ func TestAppendString(t *testing.T) {
 		var s string
 		for range rng.IntN(8) {
 			s += pieces[rng.IntN(len(pieces))]
+			if rng.IntN(4) == 0 { // a run of plain bytes, which is read eight at a time
+				s += strings.Repeat("a", rng.IntN(20))
+			}
 		}
 		want, err := gojq.Marshal(s)
 		if err != nil {

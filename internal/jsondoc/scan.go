@@ -24,6 +24,44 @@ func stringStop(s []byte, i int) int {
 	return len(s)
 }
 
+// stringStopHigh is stringStop that also stops at a byte of 0x80 or
+// more: where a check of UTF-8 begins.
+func stringStopHigh(s []byte, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i:])
+		if m := stops(w) | w&highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// plainLen returns how many bytes at the start of s are printable ASCII
+// other than a quote or a backslash: the bytes a JSON string holds as
+// they are (AppendString). It reads eight bytes at a time, as stringStop.
+func plainLen[S ~string | ~[]byte](s S) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		d := w ^ (ones * 0x7f) // DEL
+		if m := stops(w) | w&highs | (d-ones)&^d&highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b > '~' || b == '"' || b == '\\' {
+			return i
+		}
+	}
+	return len(s)
+}
+
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
