@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -68,11 +67,15 @@ type Options struct {
 // Encoder writes events to an io.Writer. It is not safe for concurrent
 // use. The first write error is sticky: every later call returns it.
 type Encoder struct {
-	w    *bufio.Writer
+	w    io.Writer
 	opts Options
-	line bytes.Buffer
-	diff jsondoc.Differ
-	err  error
+	// buf holds the lines not yet written to w, the one being made at
+	// its end: a line is made where it is written from, not copied
+	// there (at 4 KiB an update's line is 8 KiB, object and prev).
+	buf    bytes.Buffer
+	indent bytes.Buffer // -o pretty: the line indented
+	diff   jsondoc.Differ
+	err    error
 
 	// -o text: when the last line was written; whether the batch being
 	// written came after a gap (TextGap) and so has its batch line.
@@ -86,12 +89,18 @@ type Encoder struct {
 // terminal.
 const TextGap = time.Minute
 
+// bufSize is how many bytes of lines an Encoder holds before it writes
+// them out, if no batch ends first.
+const bufSize = 64 << 10
+
 // NewEncoder returns an Encoder writing to w.
 func NewEncoder(w io.Writer, opts Options) *Encoder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Encoder{w: bufio.NewWriterSize(w, 64<<10), opts: opts}
+	e := &Encoder{w: w, opts: opts}
+	e.buf.Grow(bufSize)
+	return e
 }
 
 // Encode writes ev as one line. A BatchDone event also flushes.
@@ -99,8 +108,8 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	if e.err != nil {
 		return e.err
 	}
-	b := &e.line
-	b.Reset()
+	b := &e.buf
+	start := b.Len()
 	if e.opts.Format == Text {
 		now := e.opts.Now()
 		switch {
@@ -117,7 +126,7 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		}
 		e.lastText = now
 		e.text(b, ev, now)
-		return e.write(b.Bytes(), ev)
+		return e.write(ev)
 	}
 	b.WriteString(`{"type":"`)
 	b.WriteString(ev.Type.String())
@@ -167,13 +176,13 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')
-	out := b.Bytes()
 	if e.opts.Format == Pretty {
-		var ind bytes.Buffer
-		json.Indent(&ind, out, "", "  ") // out is valid JSON by construction
-		out = ind.Bytes()
+		e.indent.Reset()
+		json.Indent(&e.indent, b.Bytes()[start:], "", "  ") // valid JSON by construction
+		b.Truncate(start)
+		b.Write(e.indent.Bytes())
 	}
-	return e.write(out, ev)
+	return e.write(ev)
 }
 
 // writeInt writes v in decimal, without allocating.
@@ -181,17 +190,11 @@ func writeInt(b *bytes.Buffer, v int64) {
 	b.Write(strconv.AppendInt(b.AvailableBuffer(), v, 10))
 }
 
-// write writes one line and flushes when the batch ends.
-func (e *Encoder) write(out []byte, ev nodeset.Event) error {
-	if _, err := e.w.Write(out); err != nil {
-		e.err = err
-		return err
-	}
-	if err := e.w.WriteByte('\n'); err != nil {
-		e.err = err
-		return err
-	}
-	if ev.Type == nodeset.BatchDone || ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine {
+// write ends the line ev's at the end of buf, and writes out what buf
+// holds when the batch ends or buf is full.
+func (e *Encoder) write(ev nodeset.Event) error {
+	e.buf.WriteByte('\n')
+	if ev.Type == nodeset.BatchDone || ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine || e.buf.Len() >= bufSize {
 		return e.Flush()
 	}
 	return nil
@@ -199,12 +202,13 @@ func (e *Encoder) write(out []byte, ev nodeset.Event) error {
 
 // Flush writes out buffered lines.
 func (e *Encoder) Flush() error {
-	if e.err != nil {
+	if e.err != nil || e.buf.Len() == 0 {
 		return e.err
 	}
-	if err := e.w.Flush(); err != nil {
+	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
 		e.err = err
 	}
+	e.buf.Reset()
 	return e.err
 }
 
