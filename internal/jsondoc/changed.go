@@ -100,13 +100,23 @@ func appendChanged(dst, src, ref []byte, rx Index) (out []byte, x Index, ok bool
 }
 
 // commonPrefix returns the length of the longest prefix a and b share.
-// Equal runs are skipped a block at a time (bytes.Equal is vectorized),
-// the first difference is found eight bytes at a time.
+// Equal runs are skipped in blocks (bytes.Equal is vectorized) that double
+// while they match, then halve down to the first block of equalBlock bytes
+// that differs: a few calls for a run of kilobytes, where a call per
+// equalBlock bytes cost more than the comparing. The first difference is
+// then found eight bytes at a time.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
-	i := 0
-	for i+equalBlock <= n && bytes.Equal(a[i:i+equalBlock], b[i:i+equalBlock]) {
-		i += equalBlock
+	i, step := 0, equalBlock
+	for i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
+		i += step
+		step *= 2
+	}
+	for step > equalBlock {
+		step /= 2
+		if i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
+			i += step
+		}
 	}
 	for ; i+8 <= n; i += 8 {
 		if d := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); d != 0 {
@@ -123,9 +133,16 @@ func commonPrefix(a, b []byte) int {
 // as commonPrefix finds a prefix.
 func commonSuffix(a, b []byte) int {
 	n := min(len(a), len(b))
-	i := 0
-	for i+equalBlock <= n && bytes.Equal(a[len(a)-i-equalBlock:len(a)-i], b[len(b)-i-equalBlock:len(b)-i]) {
-		i += equalBlock
+	i, step := 0, equalBlock
+	for i+step <= n && bytes.Equal(a[len(a)-i-step:len(a)-i], b[len(b)-i-step:len(b)-i]) {
+		i += step
+		step *= 2
+	}
+	for step > equalBlock {
+		step /= 2
+		if i+step <= n && bytes.Equal(a[len(a)-i-step:len(a)-i], b[len(b)-i-step:len(b)-i]) {
+			i += step
+		}
 	}
 	for ; i+8 <= n; i += 8 {
 		if d := binary.LittleEndian.Uint64(a[len(a)-i-8:]) ^ binary.LittleEndian.Uint64(b[len(b)-i-8:]); d != 0 {
@@ -138,6 +155,6 @@ func commonSuffix(a, b []byte) int {
 	return i
 }
 
-// equalBlock is how many bytes commonPrefix and commonSuffix compare at
-// once while they match.
+// equalBlock is the smallest block commonPrefix and commonSuffix compare
+// at once.
 const equalBlock = 64
