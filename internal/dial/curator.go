@@ -36,6 +36,6 @@ func (cfg CuratorConfig) options() []grpc.DialOption {
 		t = &adapted
 	}
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(t.Credentials(false))}, cfg.Keepalive.DialOptions()...)
-	opts = append(opts, windowOptions()...)
+	opts = append(opts, receiveOptions()...)
 	return append(opts, cfg.Options...)
 }

@@ -87,7 +87,7 @@ func Etcd(ctx context.Context, cfg EtcdConfig) (*EtcdClient, error) {
 	if t != nil {
 		tc = t.Config
 	}
-	dialOptions := append(cfg.Keepalive.DialOptions(), windowOptions()...)
+	dialOptions := append(cfg.Keepalive.DialOptions(), receiveOptions()...)
 	dialOptions = append(dialOptions, grpc.WithTransportCredentials(cfg.Conns.track(creds)))
 	if !proxied(cfg.Endpoints) {
 		// A dialer of its own keeps why a connection failed; gRPC dials

@@ -1,6 +1,9 @@
 package dial
 
-import "google.golang.org/grpc"
+import (
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
+)
 
 // Window is the flow-control window that nodewatch's clients give a
 // server, for each stream and for the connection. grpc-go gives the
@@ -21,7 +24,9 @@ import "google.golang.org/grpc"
 // a buffer that fills.
 const Window = 16 << 20
 
-// windowOptions fix the stream's and the connection's windows at Window.
-func windowOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(Window), grpc.WithStaticConnWindowSize(Window)}
+// receiveOptions fix the stream's and the connection's windows at Window,
+// and read into recvPool's buffers.
+func receiveOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStaticStreamWindowSize(Window), grpc.WithStaticConnWindowSize(Window),
+		experimental.WithBufferPool(recvPool)}
 }
