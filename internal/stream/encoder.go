@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -271,9 +270,10 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 		writeValue(b, ev.Object)
 		// JSON leaves DEL and the C1 controls (U+0080–U+009F) as they
 		// are; a terminal may obey them.
-		if v := b.String()[start:]; strings.ContainsFunc(v, isControl) {
+		if v := b.Bytes()[start:]; bytes.ContainsFunc(v, isControl) {
+			s := string(v) // before Truncate lets the buffer be written over
 			b.Truncate(start)
-			b.WriteString(sanitize(v))
+			b.WriteString(sanitize(s))
 		}
 	}
 	// On a terminal the line fits its width (the whole object is in -o

@@ -348,3 +348,28 @@ func TestEncoderTextCutsSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderTextControls: in -o text, the C1 controls in an object
+// (which JSON leaves as they are) are shown as U+FFFD, in that
+// object's line only: the lines of the batch before it, still in the
+// encoder's buffer, stay as they were.
+func TestEncoderTextControls(t *testing.T) {
+	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
+	var buf bytes.Buffer
+	e := NewEncoder(&buf, Options{Format: Text, Now: at})
+	for _, ev := range []nodeset.Event{
+		{Type: nodeset.New, ID: "/a", Object: "é\t"},
+		{Type: nodeset.New, ID: "/b", Object: "x\u009b2Jy\x7fé"},
+		{Type: nodeset.BatchDone, Batch: 1, Cause: nodeset.CauseChange, Counts: nodeset.Counts{New: 2}},
+	} {
+		if err := e.Encode(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "14:03:07 new      /a  \"é\\t\"\n" +
+		"14:03:07 new      /b  \"x\uFFFD2Jy\\u007fé\"\n" + // DEL escaped already
+		"14:03:07 batch 1 (change): 2 new, 0 updated, 0 deleted\n"
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
