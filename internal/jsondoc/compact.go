@@ -156,12 +156,7 @@ func (c *compactor) container(depth int, close byte, members bool) bool {
 func (c *compactor) str() bool {
 	s := c.src
 	for i := c.i + 1; i < len(s); i++ {
-		if c.utf8 {
-			i = stringStopHigh(s, i)
-		} else {
-			i = stringStop(s, i)
-		}
-		if i >= len(s) {
+		if i = stringStop(s, i, c.utf8); i >= len(s) {
 			break
 		}
 		switch b := s[i]; {

@@ -443,7 +443,7 @@ var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true
 // is b[i].
 func stringEnd(b []byte, i int) int {
 	for i++; i < len(b); i++ {
-		i = stringStop(b, i)
+		i = stringStop(b, i, false)
 		if i >= len(b) {
 			break
 		}

@@ -7,34 +7,23 @@ import (
 
 // stringStop returns the index of the first byte at or after s[i] that
 // can end a run of a JSON string's plain bytes: a quote, a backslash or a
-// control character (below 0x20); len(s) if there is none. It reads eight
+// control character (below 0x20), and with high a byte of 0x80 or more
+// (where a check of UTF-8 begins); len(s) if there is none. It reads eight
 // bytes at a time: the strings of records are mostly short, where a call
 // of bytes.IndexByte per string cost more than the search.
-func stringStop(s []byte, i int) int {
-	for ; i+8 <= len(s); i += 8 {
-		if m := stops(binary.LittleEndian.Uint64(s[i:])); m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
+func stringStop(s []byte, i int, high bool) int {
+	var hm uint64 // the high bits of the bytes that stop, with high
+	if high {
+		hm = highs
 	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
-		}
-	}
-	return len(s)
-}
-
-// stringStopHigh is stringStop that also stops at a byte of 0x80 or
-// more: where a check of UTF-8 begins.
-func stringStopHigh(s []byte, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		w := binary.LittleEndian.Uint64(s[i:])
-		if m := stops(w) | w&highs; m != 0 {
+		if m := stops(w) | w&hm; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
 	for ; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || high && c >= 0x80 {
 			return i
 		}
 	}

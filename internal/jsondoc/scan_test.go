@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestStringStop: stringStop and stringStopHigh find what a byte-at-a-time loop finds, from
-// every start, in random bytes rich in the ones it stops at and in their
+// TestStringStop: stringStop, with and without high, finds what a
+// byte-at-a-time loop finds, from every start, in random bytes rich in the ones it stops at and in their
 // neighbours (0x1f, 0x20, '!', '#', '[', ']', 0x7f, 0x80, 0xff).
 func TestStringStop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -25,15 +25,15 @@ func TestStringStop(t *testing.T) {
 			for want < len(s) && s[want] != '"' && s[want] != '\\' && s[want] >= 0x20 {
 				want++
 			}
-			if got := stringStop(s, i); got != want {
-				t.Fatalf("stringStop(%q, %d) = %d, want %d", s, i, got, want)
+			if got := stringStop(s, i, false); got != want {
+				t.Fatalf("stringStop(%q, %d, false) = %d, want %d", s, i, got, want)
 			}
 			high := i
 			for high < len(s) && s[high] != '"' && s[high] != '\\' && s[high] >= 0x20 && s[high] < 0x80 {
 				high++
 			}
-			if got := stringStopHigh(s, i); got != high {
-				t.Fatalf("stringStopHigh(%q, %d) = %d, want %d", s, i, got, high)
+			if got := stringStop(s, i, true); got != high {
+				t.Fatalf("stringStop(%q, %d, true) = %d, want %d", s, i, got, high)
 			}
 		}
 	}

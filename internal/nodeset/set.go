@@ -30,7 +30,7 @@ func (s *Set) Len() int { return len(s.byID) }
 
 // Get returns the object stored under id and whether there is one.
 func (s *Set) Get(id string) (any, bool) {
-	e, ok := s.byID[id]
+	e, ok := s.lookup(id)
 	if !ok {
 		return nil, false
 	}
