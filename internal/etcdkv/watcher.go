@@ -71,8 +71,8 @@ type Watcher struct {
 	// that the next response overwrites.
 	Decode func(kv *mvccpb.KeyValue) (any, error)
 	// DecodeFrom, if set, decodes the key-values of watch events instead
-	// of Decode, given the object last decoded from a watch event for the
-	// same key (nil for none), which it may read to decode faster
+	// of Decode, given the object last decoded for the same key since
+	// the last listing (never nil), which it may read to decode faster
 	// (Rules.Decoders); it must decode exactly as Decode does.
 	// Listings use Decode, so that `--once` keeps nothing for it.
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
@@ -126,9 +126,10 @@ type Watcher struct {
 	onPage func(keys int)
 
 	live *liveness // of the current Run
-	// last is, for DecodeFrom, the object last decoded from a watch
-	// event, by key: bounded by the keys, as the view is.
-	last map[string]any
+	// keys is, during Run, the state of each key in the view, by key.
+	// Each listing makes it afresh and a delete takes its key out, so it
+	// holds no more keys than the view. List (--once) keeps none.
+	keys map[string]*keyState
 }
 
 // keyRange is a range of keys as etcd takes it: [key, end), or key alone
@@ -193,6 +194,7 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 // (nodeset.ReportListed).
 func (w *Watcher) list(ctx context.Context, at int64, out nodeset.Sink) ([]nodeset.Change, int64, error) {
 	for {
+		w.keys = map[string]*keyState{}
 		var changes []nodeset.Change
 		rev, err := w.pages(ctx, at, func(page []nodeset.Change) error {
 			changes = append(changes, page...)
@@ -521,7 +523,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 					Changes: make([]nodeset.Change, 0, n)}
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.event(&ev.KV, ev.Type == mvccpb.DELETE); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -643,21 +645,14 @@ func (l *liveness) monitor(ctx context.Context) {
 // change turns a key-value into a Change. A record that cannot be decoded
 // is logged and becomes an Undecodable change, so that the follower keeps
 // what it printed for it (also through a resync) instead of calling it
-// deleted.
+// deleted. During Run, the key's id comes from w.keys, and with
+// DecodeFrom a value of fromMin bytes or more is decoded from the key's
+// last object.
 func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, bool) {
-	return w.changeFrom(kv, deleted, nil)
-}
-
-// changeFrom is change, decoding with DecodeFrom and ref when ref is not
-// nil (event gives one only when DecodeFrom is set).
-func (w *Watcher) changeFrom(kv *mvccpb.KeyValue, deleted bool, ref any) (nodeset.Change, bool) {
-	key := string(kv.Key)
-	id := key
-	if w.ID != nil {
-		id = w.ID(key)
-	}
-	c := nodeset.Change{ID: id, Deleted: deleted, Rev: kv.ModRevision}
+	ks := w.keyState(kv.Key)
+	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
+		delete(w.keys, string(kv.Key))
 		return c, true
 	}
 	if w.Decode == nil {
@@ -669,18 +664,49 @@ func (w *Watcher) changeFrom(kv *mvccpb.KeyValue, deleted bool, ref any) (nodese
 	}
 	var obj any
 	var err error
-	if ref != nil {
+	if ref := ks.last; ref != nil && len(kv.Value) >= fromMin {
 		obj, err = w.DecodeFrom(kv, ref)
 	} else {
 		obj, err = w.Decode(kv)
 	}
 	if err != nil {
-		w.logf("skipping %q at rev %d: %v", key, kv.ModRevision, err)
+		w.logf("skipping %q at rev %d: %v", kv.Key, kv.ModRevision, err)
+		ks.last = nil
 		c.Undecodable = true
 		return c, true
 	}
+	if w.keys != nil && w.DecodeFrom != nil {
+		ks.last = obj
+	}
 	c.Object = obj
 	return c, true
+}
+
+// A keyState is what Run keeps of a key in the view (Watcher.keys).
+type keyState struct {
+	// id is the id of every change to the key, made once: the maps a
+	// change meets on its way (the hand-off's, the view's) find the same
+	// string by its pointer, without reading its bytes again.
+	id string
+	// last is, with DecodeFrom, the object last decoded for the key.
+	last any
+}
+
+// keyState returns key's state in w.keys, made if it is new; outside
+// Run, a state of its own that nothing keeps.
+func (w *Watcher) keyState(key []byte) *keyState {
+	if ks, ok := w.keys[string(key)]; ok {
+		return ks
+	}
+	k := string(key)
+	ks := &keyState{id: k}
+	if w.ID != nil {
+		ks.id = w.ID(k)
+	}
+	if w.keys != nil {
+		w.keys[k] = ks
+	}
+	return ks
 }
 
 // fromMin is the smallest value DecodeFrom is used for. Below it, keeping
@@ -689,33 +715,6 @@ func (w *Watcher) changeFrom(kv *mvccpb.KeyValue, deleted bool, ref any) (nodese
 // CPU with every value decoded from its last state, records of 4 KiB 11%
 // less (BENCHMARKS.md).
 const fromMin = 1 << 10
-
-// event is change for a watch event: with DecodeFrom, for a value of
-// fromMin bytes or more, the key's object from its last such event is the
-// reference, and the new one is kept as the next. An entry left by a value
-// that has since shrunk stays: any reference decodes the same.
-func (w *Watcher) event(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, bool) {
-	small := !deleted && len(kv.Value) < fromMin
-	if w.DecodeFrom == nil || small || deleted && len(w.last) == 0 {
-		return w.change(kv, deleted)
-	}
-	if w.last == nil {
-		w.last = map[string]any{}
-	}
-	ref := w.last[string(kv.Key)]
-	c, ok := w.changeFrom(kv, deleted, ref)
-	key := c.ID // the key's own string, unless ID makes ids of keys
-	if w.ID != nil {
-		key = string(kv.Key)
-	}
-	switch {
-	case c.Deleted || c.Undecodable:
-		delete(w.last, key)
-	case ok:
-		w.last[key] = c.Object
-	}
-	return c, ok
-}
 
 func (w *Watcher) restarted(compacted bool) {
 	if w.OnRestart != nil {

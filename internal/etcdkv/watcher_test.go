@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -11,8 +13,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -416,9 +420,9 @@ func TestPageSize(t *testing.T) {
 }
 
 // TestWatcherDecodesFromLast: a watch event of a large value is decoded
-// from the key's object of its last event (DecodeFrom, with that object),
-// small ones and listings with Decode; a deletion forgets the key. The
-// objects are those Decode makes.
+// from the key's last object, listed or from an event (DecodeFrom, with
+// that object), small ones and listings with Decode; a deletion forgets
+// the key. The objects are those Decode makes.
 func TestWatcherDecodesFromLast(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/d/a", `{"n":0}`)
 	big := func(n int) string {
@@ -432,8 +436,7 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 			return from(kv, ref)
 		}}
 	mb := startWatcher(t, w)
-	next(t, mb) // the listing
-	var objs []any
+	objs := []any{next(t, mb).Changes[0].Object} // the listing
 	for i, v := range []string{big(1), big(2), `{"n":3}`, big(4)} {
 		etcdtest.Put(t, c, "/d/a", v)
 		b := next(t, mb)
@@ -451,11 +454,70 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 	next(t, mb)
 	etcdtest.Put(t, c, "/d/a", big(5))
 	next(t, mb)
-	// The first big value has no earlier event; the second is decoded
-	// from the first; the small one with Decode; the fourth from the
-	// second (an entry stays when a value shrinks); after the deletion,
-	// nothing.
-	if len(refs) != 2 || refs[0] != objs[0] || refs[1] != objs[1] {
-		t.Fatalf("DecodeFrom got %d references (%v), want the objects of puts 1 and 2", len(refs), refs)
+	// The first big value is decoded from the listed object, the second
+	// from the first; the small one with Decode; the fourth from the small
+	// one; after the deletion, nothing.
+	if len(refs) != 3 || refs[0] != objs[0] || refs[1] != objs[1] || refs[2] != objs[3] {
+		t.Fatalf("DecodeFrom got %d references (%v), want the objects of the listing and puts 1 and 3", len(refs), refs)
+	}
+}
+
+// TestWatcherKeyStates: over random transactions of puts and deletes on
+// a few keys, each change carries ID's id for its key, the same string
+// (by pointer) from one change of a key to the next while the key lives,
+// and the watcher keeps a state for the live keys only: its table is the
+// model's set of keys after every batch.
+func TestWatcherKeyStates(t *testing.T) {
+	_, c := etcdtest.StartWith(t, "/s/k0", "0", "/s/k1", "1")
+	ctx := context.Background()
+	w := &Watcher{Client: c, Key: "/s/", Prefix: true, Decode: value,
+		ID: func(key string) string { return "id:" + key }}
+	mb := startWatcher(t, w)
+	live := map[string]string{} // key: the id string its changes carry
+	check := func(b nodeset.Batch) {
+		t.Helper()
+		for _, ch := range b.Changes {
+			key := strings.TrimPrefix(ch.ID, "id:")
+			if ch.ID != "id:"+key {
+				t.Fatalf("change of %q: id %q", key, ch.ID)
+			}
+			was, ok := live[key]
+			switch {
+			case ok && unsafe.StringData(was) != unsafe.StringData(ch.ID):
+				t.Fatalf("change of %q at rev %d: a new id string, not the one its earlier changes carried", key, ch.Rev)
+			case ch.Deleted:
+				delete(live, key)
+			default:
+				live[key] = ch.ID
+			}
+		}
+		// The batch came through the queue after the watcher made it;
+		// the watcher touches keys again only for the next event.
+		if got := slices.Sorted(maps.Keys(w.keys)); !slices.Equal(got, slices.Sorted(maps.Keys(live))) {
+			t.Fatalf("after rev %d the watcher keeps %q, the live keys are %q", b.Rev, got, slices.Sorted(maps.Keys(live)))
+		}
+	}
+	check(next(t, mb))
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 150 {
+		var ops []clientv3.Op
+		for _, k := range rng.Perm(6)[:1+rng.IntN(3)] {
+			key := fmt.Sprintf("/s/k%d", k)
+			if rng.IntN(3) == 0 {
+				ops = append(ops, clientv3.OpDelete(key))
+			} else {
+				ops = append(ops, clientv3.OpPut(key, fmt.Sprint(i)))
+			}
+		}
+		resp, err := c.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed := slices.ContainsFunc(resp.Responses, func(r *etcdserverpb.ResponseOp) bool {
+			d := r.GetResponseDeleteRange()
+			return d == nil || d.Deleted > 0
+		}); changed {
+			check(next(t, mb))
+		}
 	}
 }
