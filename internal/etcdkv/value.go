@@ -97,7 +97,8 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
 	b = append(b, `,"value":`...)
 	start := len(b)
-	b, x, err := appendValue(b, kv.Value, mode, refValue, refIndex)
+	d, x := jsondoc.Blank() // the Index is made in the Doc
+	b, x, err := appendValue(b, kv.Value, mode, refValue, refIndex, x)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, kv.Version, 10)
 	b = append(b, '}')
-	return jsondoc.NewIndexed(b, "value", start, end, x), nil
+	return d.Indexed(b, "value", start, end, x), nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as
@@ -158,7 +159,7 @@ func (e *ValueError) Unwrap() error { return e.Err }
 // appendValue appends the JSON of a value's bytes, decoded as mode says,
 // and the Index of a JSON object it appends as it is (nil for anything
 // else).
-func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx jsondoc.Index) ([]byte, jsondoc.Index, error) {
+func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx, x jsondoc.Index) ([]byte, jsondoc.Index, error) {
 	switch mode {
 	case ValueGob:
 		out, err := gobjson.DecodeBase64(b)
@@ -196,7 +197,7 @@ func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx jsondoc.Index) ([
 	case ValueJSON:
 		// Valid UTF-8 and JSON, as nearly every value is: checked in
 		// one pass, and only where it differs from ref.
-		if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
+		if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx, x); err == nil {
 			return out, x, nil
 		}
 		if !utf8.Valid(b) {
@@ -208,7 +209,7 @@ func appendValue(dst, b []byte, mode ValueMode, ref []byte, rx jsondoc.Index) ([
 		}
 		return out, nil, nil
 	}
-	if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx); err == nil {
+	if out, x, err := jsondoc.AppendCompactIndexedFrom(dst, b, ref, rx, x); err == nil {
 		return out, x, nil // as for ValueJSON
 	}
 	if !utf8.Valid(b) {

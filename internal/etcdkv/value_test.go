@@ -78,7 +78,7 @@ func gobB64(wrapped bool) string {
 
 // valueTree is the tree of the JSON appendValue makes.
 func valueTree(b []byte, mode ValueMode) (any, error) {
-	out, _, err := appendValue(nil, b, mode, nil, nil)
+	out, _, err := appendValue(nil, b, mode, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

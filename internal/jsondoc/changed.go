@@ -17,22 +17,25 @@ import (
 // again, since the bytes around them are those of an object already found
 // valid and compact. Otherwise src is compacted whole. TestCompactFromModel
 // and FuzzCompactFrom hold it to AppendCompactIndexed.
-func AppendCompactIndexedFrom(dst, src, ref []byte, rx Index) ([]byte, Index, error) {
-	if out, x, ok := appendChanged(dst, src, ref, rx); ok {
+//
+// The Index is appended to x[:0], so that it can be made in the Doc it
+// is for (Blank).
+func AppendCompactIndexedFrom(dst, src, ref []byte, rx, x Index) ([]byte, Index, error) {
+	if out, x, ok := appendChanged(dst, src, ref, rx, x[:0]); ok {
 		return out, x, nil
 	}
-	return AppendCompactIndexed(dst, src)
+	return appendCompactIndexed(dst, src, x[:0])
 }
 
 // appendChanged is AppendCompactIndexedFrom when src is ref with the
 // members k1..k2 replaced by valid members; ok is false otherwise.
-func appendChanged(dst, src, ref []byte, rx Index) (out []byte, x Index, ok bool) {
+func appendChanged(dst, src, ref []byte, rx, x Index) (out []byte, _ Index, ok bool) {
 	if len(rx) == 0 || len(ref) < 2 || ref[0] != '{' {
 		return dst, nil, false
 	}
 	p := commonPrefix(src, ref)
 	if p == len(src) && p == len(ref) {
-		return append(dst, ref...), append(Index(nil), rx...), true
+		return append(dst, ref...), append(x, rx...), true
 	}
 	s := commonSuffix(src[p:], ref[p:])
 	// The change is ref[p:len(ref)-s], src[p:len(src)-s]. Members k1 to
@@ -60,7 +63,7 @@ func appendChanged(dst, src, ref []byte, rx Index) (out []byte, x Index, ok bool
 	// or more members, with a key offset each for the Index.
 	base := len(dst)
 	c := compactor{src: src[from:endSrc], dst: append(dst, src[:from]...), utf8: true}
-	x = append(make(Index, 0, len(rx)+1), rx[:k1]...)
+	x = append(x, rx[:k1]...)
 	for {
 		c.space()
 		if at := len(c.dst) + c.i - c.start - base; at <= 1<<16-1 {

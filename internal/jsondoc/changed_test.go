@@ -2,20 +2,36 @@ package jsondoc
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
-// checkCompactFrom: AppendCompactIndexedFrom(dst, src, ref, rx) makes what
-// AppendCompactIndexed(dst, src) makes, byte for byte, with the same
-// Index and an error for the same src.
+// checkCompactFrom: AppendCompactIndexedFrom(dst, src, ref, rx, x) makes
+// what AppendCompactIndexed(dst, src) makes, byte for byte, with the same
+// Index and an error for the same src, whether x is nil or a Doc's own
+// (Blank); a Doc made with either Index (NewIndexed, Indexed) knows that
+// Index.
 func checkCompactFrom(t *testing.T, src, ref []byte, rx Index) {
 	t.Helper()
 	want, wx, werr := AppendCompactIndexed([]byte("pre"), src)
-	got, gx, gerr := AppendCompactIndexedFrom([]byte("pre"), src, ref, rx)
-	if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || !slices.Equal(gx, wx) || (gx == nil) != (wx == nil) {
-		t.Fatalf("from %q (Index %v), %q:\n got %q %v %v\nwant %q %v %v", ref, rx, src, got, gx, gerr, want, wx, werr)
+	d, lent := Blank()
+	for _, x := range []Index{nil, lent} {
+		got, gx, gerr := AppendCompactIndexedFrom([]byte("pre"), src, ref, rx, x)
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || !slices.Equal(gx, wx) || (gx == nil) != (wx == nil) {
+			t.Fatalf("from %q (Index %v), %q:\n got %q %v %v\nwant %q %v %v", ref, rx, src, got, gx, gerr, want, wx, werr)
+		}
+		if gerr != nil {
+			continue
+		}
+		made := NewIndexed(got, "v", 3, len(got), gx)
+		if x != nil {
+			made = d.Indexed(got, "v", 3, len(got), gx)
+		}
+		if _, v, kx := made.Known(); !bytes.Equal(v, want[3:]) || !slices.Equal(kx, wx) || (kx == nil) != (wx == nil) {
+			t.Fatalf("%q: the Doc knows %q, Index %v; want %q, %v", src, v, kx, want[3:], wx)
+		}
 	}
 }
 
@@ -29,6 +45,21 @@ func randomObject(rng *rand.Rand) []byte {
 		}
 		b.WriteString(randomString(rng) + ":")
 		b.Write(randomJSON(rng, 1))
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// wideObject returns a random JSON object of n members with plain keys.
+func wideObject(rng *rand.Rand, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"m%d":`, i)
+		b.Write(randomJSON(rng, 2))
 	}
 	b.WriteString("}")
 	return b.Bytes()
@@ -87,20 +118,27 @@ func nextState(rng *rand.Rand, ref []byte, rx Index) []byte {
 // AppendCompactIndexed over random objects and random next states.
 func TestCompactFromModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	fast := 0
-	for range 30000 {
-		ref, rx, err := AppendCompactIndexed(nil, randomObject(rng))
+	fast, wide := 0, 0 // cases that took the fast path; of them, with an Index a Doc cannot hold
+	for i := range 30000 {
+		obj := randomObject(rng)
+		if i%10 == 0 {
+			obj = wideObject(rng, 2*InlineIndex-i/10%InlineIndex)
+		}
+		ref, rx, err := AppendCompactIndexed(nil, obj)
 		if err != nil || len(rx) == 0 {
 			continue
 		}
 		src := nextState(rng, ref, rx)
 		checkCompactFrom(t, src, ref, rx)
-		if _, _, ok := appendChanged(nil, src, ref, rx); ok {
+		if _, x, ok := appendChanged(nil, src, ref, rx, nil); ok {
 			fast++
+			if len(x) > InlineIndex {
+				wide++
+			}
 		}
 	}
-	if fast < 5000 {
-		t.Fatalf("only %d of the cases took the fast path: the model tests little of it", fast)
+	if fast < 4000 || wide < 30 {
+		t.Fatalf("only %d of the cases took the fast path, %d with more than %d members: the model tests little of it", fast, wide, InlineIndex)
 	}
 }
 

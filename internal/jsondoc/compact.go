@@ -27,7 +27,12 @@ func AppendCompact(dst, src []byte) ([]byte, error) {
 // also fails for a string that is not valid UTF-8: its callers print
 // such a value another way, and need not check all of it first.
 func AppendCompactIndexed(dst, src []byte) ([]byte, Index, error) {
-	c := compactor{src: src, dst: dst, base: len(dst), indexing: true, utf8: true}
+	return appendCompactIndexed(dst, src, nil)
+}
+
+// appendCompactIndexed is AppendCompactIndexed, appending the Index to x.
+func appendCompactIndexed(dst, src []byte, x Index) ([]byte, Index, error) {
+	c := compactor{src: src, dst: dst, base: len(dst), indexing: true, utf8: true, index: x}
 	out, err := c.run(dst)
 	if err != nil || !c.indexing || len(out)-c.base > 1<<16-1 {
 		return out, nil, err
@@ -112,7 +117,7 @@ func (c *compactor) container(depth int, close byte, members bool) bool {
 			// Where the key lands in dst: after what is copied and
 			// what is pending.
 			if at := len(c.dst) + c.i - c.start - c.base; at <= 1<<16-1 {
-				if c.index == nil {
+				if cap(c.index) == 0 {
 					c.index = make(Index, 0, 16) // one allocation for most records
 				}
 				c.index = append(c.index, uint16(at))

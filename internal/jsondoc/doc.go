@@ -26,7 +26,15 @@ type Doc struct {
 	known      string
 	start, end int32
 	index      Index // of the known member, if it is an object (NewIndexed)
+	// inline holds index when it fits: a record's object and its Index
+	// in one allocation, and one place in memory.
+	inline [InlineIndex]uint16
 }
+
+// InlineIndex is the most members whose Index a Doc holds in itself (a
+// maker's buffer for an Index of this size is enough for most records):
+// node-like records have a dozen top-level members or fewer.
+const InlineIndex = 16
 
 // New returns the Doc of b, which must be one compact, valid JSON value
 // (as json.Compact or gojq.Marshal make it); New keeps b.
@@ -45,8 +53,31 @@ func NewKnowing(b []byte, name string, start, end int) *Doc {
 // NewIndexed is NewKnowing for a known member that is an object indexed
 // by x (AppendCompactIndexed made both).
 func NewIndexed(b []byte, name string, start, end int, x Index) *Doc {
-	d := NewKnowing(b, name, start, end)
-	if d.known != "" {
+	return new(Doc).Indexed(b, name, start, end, x)
+}
+
+// Blank returns a Doc for its Indexed method to make, and an empty Index
+// backed by the Doc itself, with room for InlineIndex members: an Index
+// appended to it (AppendCompactIndexedFrom) costs no allocation of its
+// own, and lives next to the Doc in memory.
+func Blank() (*Doc, Index) {
+	d := new(Doc)
+	return d, d.inline[:0]
+}
+
+// Indexed makes d, new from Blank, NewIndexed(b, name, start, end, x),
+// and returns it. An x of InlineIndex members or fewer is kept in d.
+func (d *Doc) Indexed(b []byte, name string, start, end int, x Index) *Doc {
+	d.json = b
+	if start < 0 || end > len(b) || start >= end || end > 1<<31-1 {
+		return d // as NewKnowing
+	}
+	d.known, d.start, d.end = name, int32(start), int32(end)
+	switch {
+	case x == nil:
+	case len(x) <= len(d.inline):
+		d.index = d.inline[:copy(d.inline[:], x):len(x)] // in place when x is d's
+	default:
 		d.index = x
 	}
 	return d
