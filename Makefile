@@ -6,8 +6,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
+## build: bin/nodewatch, and bin/nodewatch-etcd beside it (the etcd that serve --dev runs).
 build:
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/nodewatch
+	$(GO) build -buildvcs=auto -o bin/ ./cmd/nodewatch ./cmd/nodewatch-etcd
 
 ## generate: the man page, from the command-line definition
 ## (make test fails while a checked-in copy is stale).

@@ -36,7 +36,8 @@ var (
 	buildErr  error
 )
 
-// binary builds nodewatch once per test run and returns its path.
+// binary builds nodewatch once per test run, and nodewatch-etcd beside
+// it (serve --dev runs it), and returns nodewatch's path.
 func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -46,7 +47,7 @@ func binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "nodewatch")
-		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", dir+"/", ".", "../nodewatch-etcd").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 		}

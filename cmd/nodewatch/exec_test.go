@@ -367,6 +367,20 @@ func TestE2EStateResume(t *testing.T) {
 		}
 		putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, ""))
 		putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_DECOMMISSIONED, ""))
+		// serve's own watch delivers the puts a moment later (up to
+		// etcd's 100 ms sync of a watch that has just started): the
+		// resumed run is to read them from serve, so wait until serve
+		// has them.
+		upNow := []string{"new metropolis-" + idA, "batch_done 1 initial"}
+		for deadline := time.Now().Add(timeout); ; {
+			got := summarize(t, runOK(t, []string{"nodes", "--curator", addr, "--once", "--filter", `.state == "NODE_STATE_UP"`}))
+			if slices.Equal(got, upNow) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve still has %q %v after the puts", got, timeout)
+			}
+		}
 		want := []string{"new metropolis-" + idA, "deleted metropolis-" + idB + " prev NODE_STATE_UP", "batch_done 2 resume"}
 		if got := summarize(t, runOK(t, args)); !slices.Equal(got, want) {
 			t.Fatalf("resumed run:\n%q\nwant\n%q", got, want)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -18,11 +19,25 @@ import (
 //
 // Started by the fault suite as an etcd member, the test binary is one
 // instead (faults.MemberMain), until killed or SIGTERM.
+//
+// serve --dev run in-process (TestCLI) finds nodewatch-etcd in PATH: it
+// is built first, into a directory put in front of PATH.
 func TestMain(m *testing.M) {
 	faults.MemberMain()
+	etcdDir, err := os.MkdirTemp("", "nodewatch-etcd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if out, err := exec.Command("go", "build", "-o", etcdDir, "../nodewatch-etcd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build nodewatch-etcd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("PATH", etcdDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := m.Run()
-	// The binary the end-to-end tests built goes with the run: make test
-	// leaves the temporary directory as it found it.
+	// The binaries built for the tests go with the run: make test leaves
+	// the temporary directory as it found it.
+	os.RemoveAll(etcdDir)
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -1,7 +1,8 @@
-// Package devfleet is what `nodewatch serve --dev` serves: an etcd
-// embedded in the process, on loopback, with a simulated fleet of node
-// records changing in it, and their nodes' heartbeats (health.go), so
-// that everything runs on one machine with nothing installed.
+// Package devfleet is what `nodewatch serve --dev` serves: an embedded
+// etcd on loopback, run by nodewatch-etcd as a child process (etcd.go),
+// with a simulated fleet of node records changing in it, and their nodes'
+// heartbeats (health.go), so that everything runs on one machine with
+// nothing else installed.
 package devfleet
 
 import (
@@ -12,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 )
@@ -33,12 +33,13 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// Fleet is a running embedded etcd with a simulator writing into it.
+// Fleet is a running etcd (nodewatch-etcd) with a simulator writing into
+// it.
 type Fleet struct {
 	// Endpoint is etcd's client URL.
 	Endpoint string
 
-	etcd   *embedetcd.Server
+	etcd   *etcdProc
 	client *clientv3.Client
 	tmp    string // removed by Close; "" if Dir was given
 	cancel context.CancelFunc
@@ -57,13 +58,13 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		}
 		dir, f.tmp = tmp, tmp
 	}
-	srv, err := embedetcd.Start(embedetcd.Config{Dir: dir})
+	srv, err := startEtcd(dir)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	f.etcd, f.Endpoint = srv, srv.Endpoint
-	if f.client, err = etcdkv.Connect(ctx, etcdkv.Config{Endpoints: []string{srv.Endpoint}}, cfg.Prefix, true); err != nil {
+	f.etcd, f.Endpoint = srv, srv.endpoint
+	if f.client, err = etcdkv.Connect(ctx, etcdkv.Config{Endpoints: []string{srv.endpoint}}, cfg.Prefix, true); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (f *Fleet) Close() {
 		f.client.Close()
 	}
 	if f.etcd != nil {
-		f.etcd.Close()
+		f.etcd.close()
 	}
 	if f.tmp != "" {
 		os.RemoveAll(f.tmp)
