@@ -8,7 +8,9 @@
 // It prints etcd's client URL as its first line on stdout once etcd
 // serves, and runs until its stdin ends (nodewatch closes it, or
 // nodewatch is gone) or it is sent SIGINT or SIGTERM; then it stops etcd
-// and exits 0. It exits 1 when etcd does not start, and 2 on bad usage.
+// (and with --remove-data-dir removes its data, so that a serve killed
+// outright leaves none behind) and exits 0. It exits 1 when etcd does not
+// start, and 2 on bad usage.
 package main
 
 import (
@@ -29,6 +31,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("nodewatch-etcd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("data-dir", "", "the directory that holds etcd's data (required; created if missing)")
+	remove := fs.Bool("remove-data-dir", false, "remove --data-dir and what it holds on exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -38,6 +41,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *remove {
+		defer os.RemoveAll(*dir)
+	}
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "nodewatch-etcd: %v\n", err)
+		return 1
+	}
 	srv, err := embedetcd.Start(embedetcd.Config{Dir: *dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "nodewatch-etcd: %v\n", err)

@@ -1,50 +1,82 @@
 package main
 
 import (
-	"bufio"
-	"io"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // TestE2EServeDevEtcd: serve --dev runs its etcd as a child process,
-// nodewatch-etcd, found beside nodewatch; a serve that is killed outright
-// leaves no etcd behind, and one that finds no nodewatch-etcd says where
-// it looked and how to get it.
+// nodewatch-etcd, found beside nodewatch. A serve that is killed outright
+// leaves no etcd behind, nor its temporary data; a serve whose etcd dies
+// ends and says so; one that finds no nodewatch-etcd says where it looked
+// and how to get it.
 func TestE2EServeDevEtcd(t *testing.T) {
 	t.Parallel()
-	t.Run("killed", func(t *testing.T) {
+	// startDev starts serve --dev with its temporary directories in tmp,
+	// and returns it, its stderr so far and then on, and its etcd's pid.
+	startDev := func(t *testing.T, tmp string) (*exec.Cmd, *testkit.Buffer, int) {
 		addr, err := unusedAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := command(t, "serve", "--dev", "--listen", addr, "--dev-nodes", "3")
-		stderr, _ := srv.StderrPipe()
+		srv.Env = append(srv.Env, "TMPDIR="+tmp)
+		var stderr testkit.Buffer
+		srv.Stderr = &stderr
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() && !strings.Contains(lines.Text(), "serving Curator Watch on "+addr) {
-		}
-		go io.Copy(io.Discard, stderr)
+		testkit.Eventually(t, func() error {
+			if !strings.Contains(stderr.String(), "serving Curator Watch on "+addr) {
+				return fmt.Errorf("serve --dev not serving yet; stderr %q", stderr.String())
+			}
+			return nil
+		})
 		etcd := childNamed(t, srv.Process.Pid, "nodewatch-etcd")
 		if etcd == 0 {
 			t.Fatalf("serve --dev (pid %d) serves with no nodewatch-etcd child", srv.Process.Pid)
 		}
+		return srv, &stderr, etcd
+	}
+	t.Run("killed", func(t *testing.T) {
+		tmp := t.TempDir()
+		srv, _, etcd := startDev(t, tmp)
 		srv.Process.Kill()
 		srv.Wait()
-		deadline := time.Now().Add(timeout)
-		for alive(etcd) {
-			if time.Now().After(deadline) {
-				t.Fatalf("nodewatch-etcd (pid %d) still runs %v after its serve was killed", etcd, timeout)
+		testkit.Eventually(t, func() error {
+			if alive(etcd) {
+				return fmt.Errorf("nodewatch-etcd (pid %d) still runs after its serve was killed", etcd)
 			}
-			time.Sleep(10 * time.Millisecond)
+			return nil
+		})
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("serve --dev killed left %v in its temporary directory", left)
+		}
+	})
+	t.Run("etcd dies", func(t *testing.T) {
+		srv, stderr, etcd := startDev(t, t.TempDir())
+		if err := syscall.Kill(etcd, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(stderr.String(), "nodewatch-etcd exited while serve ran") {
+				t.Fatalf("serve ended with %v; stderr %q", err, stderr.String())
+			}
+		case <-time.After(timeout):
+			t.Fatalf("serve --dev still runs %v after its etcd was killed; stderr %q", timeout, stderr.String())
 		}
 	})
 	t.Run("missing", func(t *testing.T) {

@@ -58,7 +58,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		}
 		dir, f.tmp = tmp, tmp
 	}
-	srv, err := startEtcd(dir)
+	srv, err := startEtcd(ctx, dir, f.tmp != "")
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -89,6 +89,15 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		hb.run(simCtx, f.client)
 	}()
 	return f, nil
+}
+
+// Lost is closed when the fleet's etcd exits before Close stops it (it
+// crashed, or was killed); LostErr then says how.
+func (f *Fleet) Lost() <-chan struct{} { return f.etcd.exited }
+
+// LostErr is how the fleet's etcd exited, once Lost is closed.
+func (f *Fleet) LostErr() error {
+	return fmt.Errorf("%s exited while serve ran: %v", EtcdCommand, f.etcd.exitErr())
 }
 
 // Close stops the simulator, then etcd, and removes a temporary data

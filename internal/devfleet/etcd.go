@@ -2,6 +2,7 @@ package devfleet
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +27,15 @@ type etcdProc struct {
 	cmd      *exec.Cmd
 	stdin    io.Closer // closing it stops etcd
 	endpoint string
+	exited   chan struct{} // closed once the process has exited and been reaped
+	err      error         // how it exited, once exited is closed
 }
 
-// findEtcd returns the path of EtcdCommand.
+// findEtcd returns the path of EtcdCommand: an executable file.
 func findEtcd() (string, error) {
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), EtcdCommand)
-		if _, err := os.Stat(p); err == nil {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
@@ -42,14 +45,19 @@ func findEtcd() (string, error) {
 	return "", ErrNoEtcd
 }
 
-// startEtcd starts nodewatch-etcd on dir and waits, up to startWait,
-// until it says where it serves. Its stderr is nodewatch's.
-func startEtcd(dir string) (*etcdProc, error) {
+// startEtcd starts nodewatch-etcd on dir (removed when it exits, with
+// temporary) and waits until it says where it serves: up to startWait,
+// while ctx lasts and while it runs. Its stderr is nodewatch's.
+func startEtcd(ctx context.Context, dir string, temporary bool) (*etcdProc, error) {
 	path, err := findEtcd()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, "--data-dir", dir)
+	args := []string{"--data-dir", dir}
+	if temporary {
+		args = append(args, "--remove-data-dir")
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Stderr = os.Stderr
 	// Its own process group: a ^C at the terminal stops serve, which
 	// stops its simulator first and then etcd, not etcd under it.
@@ -58,28 +66,44 @@ func startEtcd(dir string) (*etcdProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of its own, not StdoutPipe: reading it does not race with
+	// Wait, which runs from the start.
+	out, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	defer out.Close()
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	p := &etcdProc{cmd: cmd, stdin: stdin}
+	p := &etcdProc{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
 	line := make(chan string, 1)
 	go func() {
-		s := bufio.NewScanner(stdout)
+		s := bufio.NewScanner(out)
 		s.Scan()
 		line <- s.Text()
-		io.Copy(io.Discard, stdout)
 	}()
+	timer := time.NewTimer(startWait)
+	defer timer.Stop()
 	select {
 	case p.endpoint = <-line:
-	case <-time.After(startWait):
+	case <-p.exited:
+	case <-ctx.Done():
+	case <-timer.C:
 	}
 	if !strings.HasPrefix(p.endpoint, "http") {
 		p.close()
-		return nil, fmt.Errorf("%s did not start etcd (its errors are above)", path)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s did not start etcd (%v; its errors are above)", path, p.exitErr())
 	}
 	return p, nil
 }
@@ -88,20 +112,28 @@ func startEtcd(dir string) (*etcdProc, error) {
 // own limit, and a little more.
 const startWait = 70 * time.Second
 
+// exitErr says how the process exited, or that it still runs.
+func (p *etcdProc) exitErr() error {
+	select {
+	case <-p.exited:
+		if p.err == nil {
+			return errors.New("it exited")
+		}
+		return p.err
+	default:
+		return errors.New("it did not say where it serves")
+	}
+}
+
 // close stops etcd: it closes its stdin and waits, and kills it if it
-// has not exited within stopWait.
+// has not exited within stopWait. It is called from one goroutine, once.
 func (p *etcdProc) close() {
 	p.stdin.Close()
-	done := make(chan struct{})
-	go func() {
-		p.cmd.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(stopWait):
 		p.cmd.Process.Kill()
-		<-done
+		<-p.exited
 	}
 }
 

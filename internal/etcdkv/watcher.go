@@ -71,8 +71,8 @@ type Watcher struct {
 	// that the next response overwrites.
 	Decode func(kv *mvccpb.KeyValue) (any, error)
 	// DecodeFrom, if set, decodes the key-values of watch events instead
-	// of Decode, given the object last decoded for the same key since
-	// the last listing (never nil), which it may read to decode faster
+	// of Decode, given the object last decoded from a watch event for the
+	// same key (never nil; see change), which it may read to decode faster
 	// (Rules.Decoders); it must decode exactly as Decode does.
 	// Listings use Decode, so that `--once` keeps nothing for it.
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
@@ -126,9 +126,11 @@ type Watcher struct {
 	onPage func(keys int)
 
 	live *liveness // of the current Run
-	// keys is, during Run, the state of each key in the view, by key.
-	// Each listing makes it afresh and a delete takes its key out, so it
-	// holds no more keys than the view. List (--once) keeps none.
+	// keys is, during Run, the state of each key under Key, by key: every
+	// key that the listing or an event brought, also those a filter keeps
+	// out of the view (about 100 bytes a key, with no object unless
+	// DecodeFrom keeps one). Each listing makes it afresh and a delete
+	// takes its key out. List (--once) keeps none.
 	keys map[string]*keyState
 }
 
@@ -293,7 +295,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 		}
 		changes := make([]nodeset.Change, 0, len(resp.KVs))
 		for i := range resp.KVs {
-			if c, ok := w.change(&resp.KVs[i], false); ok {
+			if c, ok := w.change(&resp.KVs[i], false, false); ok {
 				changes = append(changes, c)
 			}
 		}
@@ -523,7 +525,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 					Changes: make([]nodeset.Change, 0, n)}
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -645,10 +647,12 @@ func (l *liveness) monitor(ctx context.Context) {
 // change turns a key-value into a Change. A record that cannot be decoded
 // is logged and becomes an Undecodable change, so that the follower keeps
 // what it printed for it (also through a resync) instead of calling it
-// deleted. During Run, the key's id comes from w.keys, and with
-// DecodeFrom a value of fromMin bytes or more is decoded from the key's
-// last object.
-func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, bool) {
+// deleted. During Run, the key's id comes from w.keys; with DecodeFrom,
+// the value of a watch event (event) of fromMin bytes or more is decoded
+// from the key's object of its last such event, and kept as the next
+// one's. An object left by a value that has since shrunk stays: any
+// reference decodes the same.
+func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Change, bool) {
 	ks := w.keyState(kv.Key)
 	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
@@ -662,10 +666,11 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 		c.Object = &kv
 		return c, true
 	}
+	large := event && w.DecodeFrom != nil && len(kv.Value) >= fromMin
 	var obj any
 	var err error
-	if ref := ks.last; ref != nil && len(kv.Value) >= fromMin {
-		obj, err = w.DecodeFrom(kv, ref)
+	if large && ks.last != nil {
+		obj, err = w.DecodeFrom(kv, ks.last)
 	} else {
 		obj, err = w.Decode(kv)
 	}
@@ -675,7 +680,7 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted bool) (nodeset.Change, boo
 		c.Undecodable = true
 		return c, true
 	}
-	if w.keys != nil && w.DecodeFrom != nil {
+	if large && w.keys != nil {
 		ks.last = obj
 	}
 	c.Object = obj
@@ -688,7 +693,8 @@ type keyState struct {
 	// change meets on its way (the hand-off's, the view's) find the same
 	// string by its pointer, without reading its bytes again.
 	id string
-	// last is, with DecodeFrom, the object last decoded for the key.
+	// last is, with DecodeFrom, the key's object of its last watch
+	// event of fromMin bytes or more.
 	last any
 }
 

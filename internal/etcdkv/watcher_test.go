@@ -420,9 +420,9 @@ func TestPageSize(t *testing.T) {
 }
 
 // TestWatcherDecodesFromLast: a watch event of a large value is decoded
-// from the key's last object, listed or from an event (DecodeFrom, with
-// that object), small ones and listings with Decode; a deletion forgets
-// the key. The objects are those Decode makes.
+// from the key's object of its last event (DecodeFrom, with that object),
+// small ones and listings with Decode; a deletion forgets the key. The
+// objects are those Decode makes.
 func TestWatcherDecodesFromLast(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/d/a", `{"n":0}`)
 	big := func(n int) string {
@@ -436,7 +436,8 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 			return from(kv, ref)
 		}}
 	mb := startWatcher(t, w)
-	objs := []any{next(t, mb).Changes[0].Object} // the listing
+	next(t, mb) // the listing
+	var objs []any
 	for i, v := range []string{big(1), big(2), `{"n":3}`, big(4)} {
 		etcdtest.Put(t, c, "/d/a", v)
 		b := next(t, mb)
@@ -454,11 +455,12 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 	next(t, mb)
 	etcdtest.Put(t, c, "/d/a", big(5))
 	next(t, mb)
-	// The first big value is decoded from the listed object, the second
-	// from the first; the small one with Decode; the fourth from the small
-	// one; after the deletion, nothing.
-	if len(refs) != 3 || refs[0] != objs[0] || refs[1] != objs[1] || refs[2] != objs[3] {
-		t.Fatalf("DecodeFrom got %d references (%v), want the objects of the listing and puts 1 and 3", len(refs), refs)
+	// The first big value has no earlier event; the second is decoded
+	// from the first; the small one with Decode; the fourth from the
+	// second (an entry stays when a value shrinks); after the deletion,
+	// nothing.
+	if len(refs) != 2 || refs[0] != objs[0] || refs[1] != objs[1] {
+		t.Fatalf("DecodeFrom got %d references (%v), want the objects of puts 1 and 2", len(refs), refs)
 	}
 }
 
@@ -519,5 +521,31 @@ func TestWatcherKeyStates(t *testing.T) {
 		}); changed {
 			check(next(t, mb))
 		}
+	}
+}
+
+// TestWatcherKeyStatesResync: a key deleted while the watcher was cut
+// off, its history compacted meanwhile, leaves the watcher's table with
+// the relisting: the table is the listed keys, not what it held before.
+func TestWatcherKeyStatesResync(t *testing.T) {
+	ep, c := etcdtest.StartWith(t, "/k/a", "1", "/k/b", "1")
+	proxy := etcdtest.NewProxy(t, ep)
+	pc := etcdtest.Client(t, proxy.Endpoint)
+	w := &Watcher{Client: pc, Key: "/k/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond}
+	mb := startWatcher(t, w)
+	next(t, mb)
+	proxy.Cut()
+	etcdtest.Delete(t, c, "/k/b")
+	etcdtest.Compact(t, c, etcdtest.Put(t, c, "/k/c", "1"))
+	proxy.Restore()
+	b := next(t, mb)
+	for !b.Full() {
+		b = next(t, mb)
+	}
+	if b.Cause != nodeset.CauseResync {
+		t.Fatalf("full batch of cause %v, want a resync", b.Cause)
+	}
+	if got := slices.Sorted(maps.Keys(w.keys)); !slices.Equal(got, []string{"/k/a", "/k/c"}) {
+		t.Fatalf("after the resync the watcher keeps %q, want the listed keys", got)
 	}
 }

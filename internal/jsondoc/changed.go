@@ -22,7 +22,7 @@ import (
 // is for (Blank).
 func AppendCompactIndexedFrom(dst, src, ref []byte, rx, x Index) ([]byte, Index, error) {
 	if out, x, ok := appendChanged(dst, src, ref, rx, x[:0]); ok {
-		return out, x, nil
+		return out, x, nil // an object with members: x is not empty
 	}
 	return appendCompactIndexed(dst, src, x[:0])
 }

@@ -137,6 +137,12 @@ func TestCompactFromModel(t *testing.T) {
 			}
 		}
 	}
+	// Values that are no object, or an object with no members: no Index,
+	// whatever the buffer lent.
+	ref, rx, _ := AppendCompactIndexed(nil, []byte(`{"a":1}`))
+	for _, src := range []string{`"a"`, `[1]`, `{}`, `{ }`, `1`, `null`} {
+		checkCompactFrom(t, []byte(src), ref, rx)
+	}
 	if fast < 4000 || wide < 30 {
 		t.Fatalf("only %d of the cases took the fast path, %d with more than %d members: the model tests little of it", fast, wide, InlineIndex)
 	}

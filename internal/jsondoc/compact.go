@@ -34,8 +34,8 @@ func AppendCompactIndexed(dst, src []byte) ([]byte, Index, error) {
 func appendCompactIndexed(dst, src []byte, x Index) ([]byte, Index, error) {
 	c := compactor{src: src, dst: dst, base: len(dst), indexing: true, utf8: true, index: x}
 	out, err := c.run(dst)
-	if err != nil || !c.indexing || len(out)-c.base > 1<<16-1 {
-		return out, nil, err
+	if err != nil || !c.indexing || len(out)-c.base > 1<<16-1 || len(c.index) == 0 {
+		return out, nil, err // nil for a value that is no object, or {}
 	}
 	return out, c.index, nil
 }

@@ -56,6 +56,7 @@ func Run(ctx context.Context, p Process) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ec := p.EtcdConfig
+	parent := ctx
 	if p.Dev != nil {
 		fleet, err := devfleet.Start(ctx, *p.Dev)
 		if err != nil {
@@ -63,6 +64,18 @@ func Run(ctx context.Context, p Process) error {
 		}
 		defer fleet.Close()
 		ec = etcdkv.Config{Endpoints: []string{fleet.Endpoint}, Keepalive: ec.Keepalive, DialTimeout: ec.DialTimeout}
+		// An etcd that exits under serve ends it: there is no other to
+		// follow.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() {
+			select {
+			case <-fleet.Lost():
+				cancel(fleet.LostErr())
+			case <-ctx.Done():
+			}
+		}()
 	}
 	ec.Conns = dial.NewConns()
 	client, err := etcdkv.Connect(ctx, ec, p.Prefix, true)
@@ -97,8 +110,11 @@ func Run(ctx context.Context, p Process) error {
 		log.Info(fmt.Sprintf("dev:   nodewatch key --prefix %s --etcd %s", p.Prefix, ec.Endpoints[0]))
 	}
 	err = srv.Serve(ctx, l, p.Limits.ServerOptions(cfg.Metrics)...)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	switch {
+	case parent.Err() != nil:
+		return parent.Err()
+	case ctx.Err() != nil:
+		return fmt.Errorf("dev: %w", context.Cause(ctx))
 	}
 	return err
 }
