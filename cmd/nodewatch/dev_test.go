@@ -111,7 +111,7 @@ func childNamed(t *testing.T, pid int, name string) int {
 		if err != nil {
 			continue
 		}
-		comm, ppid, ok := procStat(child)
+		comm, _, ppid, ok := procStat(child)
 		if ok && ppid == pid && comm == name {
 			return child
 		}
@@ -122,29 +122,26 @@ func childNamed(t *testing.T, pid int, name string) int {
 // alive reports whether pid runs (a zombie, exited but not yet reaped by
 // whoever inherited it, does not).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X") && syscall.Kill(pid, 0) == nil
+	_, state, _, ok := procStat(pid)
+	return ok && state != "Z" && state != "X"
 }
 
-// procStat returns the command and the parent of pid, from /proc.
-func procStat(pid int) (comm string, ppid int, ok bool) {
+// procStat returns the command, the state and the parent of pid, from
+// /proc.
+func procStat(pid int) (comm, state string, ppid int, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	s := string(b)
 	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || close < open {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	fields := strings.Fields(s[close+1:]) // state, ppid, ...
 	if len(fields) < 2 {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	ppid, err = strconv.Atoi(fields[1])
-	return s[open+1 : close], ppid, err == nil
+	return s[open+1 : close], fields[0], ppid, err == nil
 }

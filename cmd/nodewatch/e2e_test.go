@@ -33,11 +33,13 @@ import (
 var (
 	buildOnce sync.Once
 	binPath   string
+	etcdPath  string // nodewatch-etcd, built by TestMain
 	buildErr  error
 )
 
-// binary builds nodewatch once per test run, and nodewatch-etcd beside
-// it (serve --dev runs it), and returns nodewatch's path.
+// binary builds nodewatch once per test run, with nodewatch-etcd (which
+// serve --dev runs; TestMain built it, at etcdPath) beside it, and returns
+// nodewatch's path.
 func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -47,10 +49,12 @@ func binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "nodewatch")
-		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", dir+"/", ".", "../nodewatch-etcd").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
+			return
 		}
+		buildErr = os.Link(etcdPath, filepath.Join(dir, "nodewatch-etcd"))
 	})
 	if buildErr != nil {
 		t.Fatalf("build nodewatch: %v", buildErr)

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if out, err := exec.Command("go", "build", "-o", etcdDir, "../nodewatch-etcd").CombinedOutput(); err != nil {
+	etcdPath = filepath.Join(etcdDir, "nodewatch-etcd")
+	if out, err := exec.Command("go", "build", "-o", etcdPath, "../nodewatch-etcd").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build nodewatch-etcd: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -680,7 +680,7 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Chan
 		c.Undecodable = true
 		return c, true
 	}
-	if large && w.keys != nil {
+	if large { // an event: Run's, which keeps ks
 		ks.last = obj
 	}
 	c.Object = obj

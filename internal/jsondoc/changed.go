@@ -10,13 +10,14 @@ import (
 // bytes, the same Index, an error for the same src (one that is not JSON,
 // or not valid UTF-8). ref and rx are another state of the same record, a
 // compact object and its Index as AppendCompactIndexed made them, so
-// valid UTF-8: the bytes src shares with it are not checked again. Two states of a record mostly differ in
-// a few members (a state and a heartbeat, while dozens of labels stay as
-// they were): the common prefix and suffix of src and ref place the
-// change within a run of top-level members, and only those are read
-// again, since the bytes around them are those of an object already found
-// valid and compact. Otherwise src is compacted whole. TestCompactFromModel
-// and FuzzCompactFrom hold it to AppendCompactIndexed.
+// valid UTF-8: the bytes src shares with it are not checked again. Two
+// states of a record mostly differ in a few members (a state and a
+// heartbeat, while dozens of labels stay as they were): the common prefix
+// and suffix of src and ref place the change within a run of top-level
+// members, and only those are read again, since the bytes around them
+// are those of an object already found valid and compact. Otherwise src
+// is compacted whole. TestCompactFromModel and FuzzCompactFrom hold it to
+// AppendCompactIndexed.
 //
 // The Index is appended to x[:0], so that it can be made in the Doc it
 // is for (Blank).

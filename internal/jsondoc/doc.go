@@ -44,10 +44,7 @@ func New(b []byte) *Doc { return &Doc{json: b} }
 // encoding b[start:end]: its maker (etcdkv.Object, for "value") knows
 // where it put it, and Member then finds it without reading b.
 func NewKnowing(b []byte, name string, start, end int) *Doc {
-	if start < 0 || end > len(b) || start >= end || end > 1<<31-1 {
-		return New(b)
-	}
-	return &Doc{json: b, known: name, start: int32(start), end: int32(end)}
+	return new(Doc).Indexed(b, name, start, end, nil)
 }
 
 // NewIndexed is NewKnowing for a known member that is an object indexed
@@ -70,7 +67,7 @@ func Blank() (*Doc, Index) {
 func (d *Doc) Indexed(b []byte, name string, start, end int, x Index) *Doc {
 	d.json = b
 	if start < 0 || end > len(b) || start >= end || end > 1<<31-1 {
-		return d // as NewKnowing
+		return d // a position no maker gives: a Doc as New makes it
 	}
 	d.known, d.start, d.end = name, int32(start), int32(end)
 	switch {
