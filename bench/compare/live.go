@@ -44,6 +44,12 @@ var (
 	// withEquals prints only the changes of the state; the heartbeats
 	// and re-puts of a record it selects are not `updated`.
 	withEquals = variant{"equals", "key --changes-only --equals .value.state --filter", []string{"--equals", ".value.state", "--filter", filterUp}}
+	// keepsNone is the cost of following alone: every change received,
+	// decoded and filtered, none printed. The filter keeps only the
+	// markers, the records without roles, and reads no more of a record
+	// than row 3's does. What row 3 spends beyond it is the view's and
+	// the output's.
+	keepsNone = variant{"none", "key --changes-only --filter keeping none (following alone)", []string{"--filter", `.value | has("roles") | not`}}
 )
 
 // liveCase is one kind of live run: its records, how they change, how
@@ -88,7 +94,8 @@ func (lc *liveCase) what(c config) string {
 }
 
 // liveCases are the runs of rows 3 (--filter, every shape and write
-// mode) and 8 (no filter, and --equals, at c.variantShapes).
+// mode) and 8 (no filter, --equals, and a filter that keeps none, at
+// c.variantShapes).
 func liveCases(c config) []*liveCase {
 	var cs []*liveCase
 	for _, s := range c.shapes {
@@ -107,7 +114,7 @@ func liveCases(c config) []*liveCase {
 			continue
 		}
 		for _, m := range c.modes {
-			for _, v := range []variant{noFilter, withEquals} {
+			for _, v := range []variant{noFilter, withEquals, keepsNone} {
 				cs = append(cs, &liveCase{row: 8, shape: s, mode: m, variant: v})
 			}
 		}

@@ -103,7 +103,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.txnChanges, "txn-changes", 60000, fmt.Sprintf("changes made in transactions of %d puts per live run (3, 8)", txnPuts))
 	flag.IntVar(&c.writers, "writers", 8, "writers making the changes at once in the live rows (3, 8)")
 	flag.StringVar(&modes, "modes", "puts,txns", "how the live rows (3, 8) write sized records: puts (single), txns (transactions)")
-	flag.StringVar(&variantShapes, "variant-shapes", "600", "the shapes (among -shapes) row 8 runs at: no filter, and --equals")
+	flag.StringVar(&variantShapes, "variant-shapes", "600", "the shapes (among -shapes) row 8 runs at: no filter, --equals, and a filter keeping none")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and allocation profiles of nodewatch in the live rows (3, 7, 8) and of row 2's serve to DIR/<row>-<shape>[-mem].pprof, the last pair's (NODEWATCH_CPUPROFILE, NODEWATCH_MEMPROFILE; profiling adds to its CPU)")
 	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
 	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
@@ -115,7 +115,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.backlogStreams, "backlog-streams", 100, "streams opened at once over a backlog of -records 600 B records (10)")
 	flag.StringVar(&c.streamsClient, "streams-client", "h2", "the client of the streams of rows 6, 9 and 10: h2 (a light one: one goroutine per connection) or grpc (grpc-go's, which costs more CPU per event than serve)")
 	flag.StringVar(&rows, "rows", "1,2,3,4,5,6,7,8,9,10,11", "the rows to run: 1 key --once, 2 nodes --once via serve, 3 live with --filter, 4 latency, "+
-		"5 follower (Go benchmark), 6 serve fan-out (1,000 streams), 7 live nodes via serve, 8 live without a filter and with --equals, "+
+		"5 follower (Go benchmark), 6 serve fan-out (1,000 streams), 7 live nodes via serve, 8 live without a filter, with --equals, and keeping none, "+
 		"9 serve fan-out (10,000 streams), 10 serve's backlog to many new streams at once, 11 key --once of one record into a pipe")
 	flag.Parse()
 	if q {
