@@ -74,7 +74,7 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 			refValue, refIndex = v, x
 		}
 	}
-	b := make([]byte, 0, len(kv.Key)+len(kv.Value)+128)
+	d, x, b := jsondoc.BlankFor(len(kv.Key) + len(kv.Value) + 128) // the Index is made in the Doc
 	b = append(b, `{"create_revision":`...)
 	b = strconv.AppendInt(b, kv.CreateRevision, 10)
 	if len(fields) > 0 {
@@ -97,7 +97,6 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
 	b = append(b, `,"value":`...)
 	start := len(b)
-	d, x := jsondoc.Blank() // the Index is made in the Doc
 	b, x, err := appendValue(b, kv.Value, mode, refValue, refIndex, x)
 	if err != nil {
 		return nil, err

@@ -39,6 +39,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdwire"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -64,7 +65,9 @@ type Watcher struct {
 	// PageSize, if positive, is the number of keys each list request asks
 	// for; 0 sizes pages by bytes (see PageBytes).
 	PageSize int64
-	// Decode turns a key-value into the object the follower sees. An
+	// Decode turns a key-value into the object the follower sees, a new
+	// one each time: the watcher gives a *jsondoc.Doc that it keeps no
+	// reference to (jsondoc.Doc.Give) to whoever it hands it on to. An
 	// error skips the record (it is logged with its key). Nil passes (a
 	// copy of) the *mvccpb.KeyValue itself. kv's key and value are only
 	// valid during the call: a watch decodes them in place, in a buffer
@@ -682,6 +685,8 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Chan
 	}
 	if large { // an event: Run's, which keeps ks
 		ks.last = obj
+	} else if d, ok := obj.(*jsondoc.Doc); ok {
+		d.Give() // nothing here keeps it
 	}
 	c.Object = obj
 	return c, true

@@ -12,6 +12,7 @@ package jsondoc
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 )
 
 // Doc is a JSON value kept as its compact encoding. Its tree (what jq
@@ -29,6 +30,8 @@ type Doc struct {
 	// inline holds index when it fits: a record's object and its Index
 	// in one allocation, and one place in memory.
 	inline [InlineIndex]uint16
+	// given: its maker keeps no reference to it (Give).
+	given bool
 }
 
 // InlineIndex is the most members whose Index a Doc holds in itself (a
@@ -51,6 +54,67 @@ func NewKnowing(b []byte, name string, start, end int) *Doc {
 // by x (AppendCompactIndexed made both).
 func NewIndexed(b []byte, name string, start, end int, x Index) *Doc {
 	return new(Doc).Indexed(b, name, start, end, x)
+}
+
+// Give records that d's maker keeps no reference to d, nor to its
+// encoding: whoever it hands d to, and who holds the last reference to
+// it, may Free it. It returns d.
+func (d *Doc) Give() *Doc {
+	d.given = true
+	return d
+}
+
+// Free gives v's memory back, for BlankFor to make another Doc with, if
+// v is a Doc that its maker gave (Give) and not too large to keep; it
+// does nothing with any other v. The caller must hold the last reference
+// to v: a Doc freed is reused. Its encoding is overwritten at once, so
+// that a reference left by mistake reads what is no JSON at all rather
+// than another record.
+//
+// Nearly every change to a record leaves one object behind as soon as
+// it is applied (the new one, when it is equal or not of interest; the
+// old one, once an update or a deletion printed it): made again from the
+// same memory, the next objects cost no allocation, and the memory is
+// still in cache.
+func Free(v any) {
+	d, ok := v.(*Doc)
+	if !ok || !d.given || cap(d.json) > maxFree {
+		return
+	}
+	b := d.json[:cap(d.json)]
+	for i := range b {
+		b[i] = freed
+	}
+	*d = Doc{json: b[:0]}
+	docs.Put(d)
+}
+
+// freed is what Free overwrites an encoding with: no JSON starts with it.
+const freed = '#'
+
+// maxFree is the largest encoding whose memory Free keeps (a size class
+// of the allocator): larger values are rare, and one kept in the pool
+// would hold its memory for a small one.
+const maxFree = 2048
+
+// docs holds the Docs that Free gave back, their buffers with them.
+var docs sync.Pool
+
+// BlankFor is Blank, with a buffer of at least n bytes' capacity for the
+// Doc's encoding, both made from a Doc that was freed (Free) when there
+// is one.
+func BlankFor(n int) (*Doc, Index, []byte) {
+	if v := docs.Get(); v != nil {
+		d := v.(*Doc)
+		b := d.json
+		d.json = nil
+		if cap(b) < n {
+			b = make([]byte, 0, n)
+		}
+		return d, d.inline[:0], b
+	}
+	d := new(Doc)
+	return d, d.inline[:0], make([]byte, 0, n)
 }
 
 // Blank returns a Doc for its Indexed method to make, and an empty Index

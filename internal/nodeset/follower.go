@@ -70,12 +70,19 @@ type Follower struct {
 	// objects by their JSON, others with reflect.DeepEqual.
 	// An error stops Apply and is returned from it.
 	Equals func(id string, a, b any) (bool, error)
+	// Recycle: once a batch is applied, Apply frees (jsondoc.Free) the
+	// objects that it took out of the view or kept out of it: those it
+	// replaced, deleted, or found equal or not of interest. Only for an
+	// emit that keeps nothing of an event past its call, over sources
+	// that keep nothing of what they hand on (jsondoc.Doc.Give).
+	Recycle bool
 
 	set     *Set
 	batches int
 	synced  bool
 	scratch []Change // Apply's, between batches empty
 	order   []int32  // Apply's, positions in a batch
+	dead    []any    // Apply's, with Recycle: the objects it frees
 }
 
 // NewFollower returns a Follower with an empty set.
@@ -111,9 +118,15 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	defer f.release()
 	var counts Counts
 	for _, c := range cs {
-		ev, err := f.step(c)
+		ev, gone, err := f.step(c)
 		if err != nil {
 			return err
+		}
+		if f.Recycle && gone != nil {
+			f.dead = append(f.dead, gone)
+		}
+		if f.Recycle && (ev.Type == Updated || ev.Type == Deleted) && !same(ev.Prev, ev.Object) {
+			f.dead = append(f.dead, ev.Prev) // once the event is emitted
 		}
 		switch ev.Type {
 		case 0:
@@ -131,10 +144,32 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	}
 	f.synced = f.synced || b.Synced
 	if !b.Full() && counts == (Counts{}) {
+		f.free()
 		return nil
 	}
 	f.batches++
-	return emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev})
+	if err := emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev}); err != nil {
+		return err
+	}
+	f.free()
+	return nil
+}
+
+// same reports whether a and b are the same Doc (not equal ones).
+func same(a, b any) bool {
+	da, ok := a.(*jsondoc.Doc)
+	db, ok2 := b.(*jsondoc.Doc)
+	return ok && ok2 && da == db
+}
+
+// free frees the objects that Apply took out of the view or kept out of
+// it (Recycle).
+func (f *Follower) free() {
+	for i, o := range f.dead {
+		jsondoc.Free(o)
+		f.dead[i] = nil
+	}
+	f.dead = f.dead[:0]
 }
 
 // maxScratch is the most changes the scratch of Apply keeps between
@@ -200,6 +235,13 @@ func byID(a, b Change) int { return strings.Compare(a.ID, b.ID) }
 // release lets go of the objects in Apply's scratch, and of the scratch
 // itself when a listing made it large.
 func (f *Follower) release() {
+	// What an Apply that failed did not free, it lets go of (the run
+	// ends): an event that was not printed may hold it.
+	clear(f.dead)
+	f.dead = f.dead[:0]
+	if cap(f.dead) > maxScratch {
+		f.dead = nil
+	}
 	if cap(f.scratch) > maxScratch || cap(f.order) > maxScratch {
 		f.scratch, f.order = nil, nil
 		return
@@ -239,11 +281,12 @@ func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
 	return n, nil
 }
 
-// step applies one change to the set and returns the event it causes; an
-// Event with a zero Type means none.
-func (f *Follower) step(c Change) (Event, error) {
+// step applies one change to the set and returns the event it causes (an
+// Event with a zero Type means none), and c's object if the view does not
+// keep it and no event holds it.
+func (f *Follower) step(c Change) (Event, any, error) {
 	if c.Undecodable {
-		return Event{}, nil
+		return Event{}, nil, nil
 	}
 	// One lookup serves the whole step: an update replaces the object
 	// in its entry.
@@ -256,31 +299,37 @@ func (f *Follower) step(c Change) (Event, error) {
 	if keep && f.Filter != nil {
 		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
-			return Event{}, fmt.Errorf("%q: %w", c.ID, err)
+			return Event{}, nil, fmt.Errorf("%q: %w", c.ID, err)
 		}
 		keep = ok
+	}
+	// c's object, when the view will not keep it (with Recycle): not
+	// the view's own (a source may hand on the object it handed before).
+	var gone any
+	if f.Recycle && !same(c.Object, prev) {
+		gone = c.Object
 	}
 	switch {
 	case !keep && had:
 		f.set.Delete(c.ID)
-		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
+		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, gone, nil
 	case !keep:
-		return Event{}, nil
+		return Event{}, gone, nil
 	case !had:
 		f.set.Put(c.ID, c.Object)
-		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
+		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil, nil
 	}
 	eq, err := f.Equal(c.ID, prev, c.Object)
 	if err != nil {
-		return Event{}, fmt.Errorf("%q: %w", c.ID, err)
+		return Event{}, nil, fmt.Errorf("%q: %w", c.ID, err)
 	}
 	if eq {
 		// Keep what was printed, so that Prev is always a state the
 		// user has seen.
-		return Event{}, nil
+		return Event{}, gone, nil
 	}
 	e.obj = c.Object
-	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
+	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil, nil
 }
 
 // Equal reports whether a and b, two states of id, are the same for the

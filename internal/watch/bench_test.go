@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
@@ -114,6 +115,7 @@ func benchmarkChanges(b *testing.B, perBatch int, filter, equals string) {
 			if err != nil {
 				panic(err)
 			}
+			obj.(*jsondoc.Doc).Give() // as the watcher gives them
 			b.Changes = append(b.Changes, nodeset.Change{ID: string(kv.Key), Object: obj, Rev: kv.ModRevision})
 		}
 		return b

@@ -289,6 +289,10 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	}
 	defer r.warn.flush()
 	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
+	// Printed, an event's objects are bytes in the output: the objects
+	// that leave the view are free once a batch is. A handler's runs
+	// (the states it had) and a --state record keep them longer.
+	r.fol.Recycle = o.Exec == nil && o.State == nil
 	if o.Resume != nil {
 		r.fol.Load(o.Resume.View)
 		r.resuming, r.batchBase = true, o.Resume.Batch

@@ -1,0 +1,191 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+// TestRecycleModel: a run whose follower frees the objects that leave its
+// view (Follower.Recycle, over objects the source gave: jsondoc.Doc.Give)
+// prints what a run that frees nothing prints, byte for byte, over random
+// changes to random keys: puts that change a record's state (in and out
+// of the filter), its heartbeat or nothing, deletes, and puts of new
+// keys. A freed object is overwritten at once and made again into the
+// next change's, so an object freed while the view or an event still
+// holds it shows in the output.
+func TestRecycleModel(t *testing.T) {
+	for _, c := range []struct{ name, filter, equals string }{
+		{"filter", `.value.state == "UP"`, ""},
+		{"no filter", "", ""},
+		{"equals", `.value.state != "GONE"`, ".value.state"},
+		{"slow path", `.value.state | test("^U")`, `.value | del(.beat)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for seed := range uint64(3) {
+				plain := recycleRun(t, seed, c.filter, c.equals, false)
+				freed := recycleRun(t, seed, c.filter, c.equals, true)
+				if !bytes.Equal(plain, freed) {
+					t.Fatalf("seed %d: with objects freed the run printed\n%s\nwithout\n%s", seed, firstDiff(freed, plain), firstDiff(plain, freed))
+				}
+				if bytes.Count(plain, []byte("\n")) < 500 {
+					t.Fatalf("seed %d: only %d lines: the model tests little", seed, bytes.Count(plain, []byte("\n")))
+				}
+			}
+		})
+	}
+}
+
+// firstDiff returns the line of a where a and b first differ.
+func firstDiff(a, b []byte) []byte {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	start := bytes.LastIndexByte(a[:i], '\n') + 1
+	end := bytes.IndexByte(a[i:], '\n')
+	if end < 0 {
+		return a[start:]
+	}
+	return a[start : i+end]
+}
+
+// recycleRun runs `key --prefix` over 400 batches of random changes to
+// 60 keys, decoded as key decodes them, each batch put once the one before
+// is printed (every batch changes a tick key, so that each prints), and
+// returns what it printed. give: the objects are given, and freed.
+func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []byte {
+	t.Helper()
+	var o Options
+	var err error
+	if filter != "" {
+		if o.Filter, err = jq.Compile("--filter", filter, jq.Vars{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if equals == "" {
+		o.EqualsField = "value"
+	} else if o.Equals, err = jq.Compile("--equals", equals, jq.Vars{}); err != nil {
+		t.Fatal(err)
+	}
+	decode := (&etcdkv.Rules{}).Decoder(func(string, ...any) {})
+	rng := rand.New(rand.NewPCG(seed, 99))
+	const keys = 60
+	states := []string{"UP", "DOWN", "NEW", "GONE"}
+	type rec struct {
+		state string
+		beat  int
+		live  bool
+	}
+	recs := make([]rec, keys)
+	rev := int64(1)
+	kv := func(k int, r rec) *mvccpb.KeyValue {
+		return &mvccpb.KeyValue{Key: fmt.Appendf(nil, "/n/k%02d", k),
+			Value:          fmt.Appendf(nil, `{"id":"k%02d","state":"%s","beat":%d,"pad":"%0*d"}`, k, r.state, r.beat, k%7*30, 0),
+			CreateRevision: 2, ModRevision: rev, Version: int64(r.beat + 1)}
+	}
+	change := func(kv *mvccpb.KeyValue, deleted bool) nodeset.Change {
+		c := nodeset.Change{ID: string(kv.Key), Rev: kv.ModRevision, Deleted: deleted}
+		if deleted {
+			return c
+		}
+		obj, err := decode(kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := obj.(*jsondoc.Doc); ok && give {
+			d.Give()
+		}
+		c.Object = obj
+		return c
+	}
+	next := func(tick int) nodeset.Batch {
+		rev++
+		b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev}
+		// The tick: changed every batch, as every --equals sees it.
+		b.Changes = append(b.Changes, change(&mvccpb.KeyValue{Key: []byte("/n/tick"),
+			Value: fmt.Appendf(nil, `{"state":"%s","beat":%d,"n":%d}`, []string{"UP", "UPPER"}[tick%2], tick, tick), ModRevision: rev}, false))
+		seen := map[int]bool{}
+		for range 1 + rng.IntN(8) {
+			k := rng.IntN(keys)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			r := &recs[k]
+			switch p := rng.IntN(10); {
+			case p == 0 && r.live:
+				r.live = false
+				b.Changes = append(b.Changes, change(kv(k, *r), true))
+				continue
+			case p < 4:
+				r.state = states[rng.IntN(len(states))]
+			case p < 8:
+				r.beat++
+			} // else the same again
+			r.live = true
+			b.Changes = append(b.Changes, change(kv(k, *r), false))
+		}
+		return b
+	}
+	out := &markWriter{mark: []byte(`"batch_done"`), seen: make(chan struct{}, 1)}
+	errDone := errors.New("done")
+	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
+		sink.Put(nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Rev: 1})
+		for tick := range 400 {
+			sink.Put(next(tick))
+			select {
+			case <-out.seen:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Minute):
+				return fmt.Errorf("batch %d not printed", tick)
+			}
+		}
+		return errDone
+	})
+	if _, err := Run(context.Background(), src, out, o); !errors.Is(err, errDone) {
+		t.Fatalf("run: %v", err)
+	}
+	return out.bytes()
+}
+
+// markWriter keeps what is written, and signals each write that holds
+// mark.
+type markWriter struct {
+	mark []byte
+	seen chan struct{}
+	mu   sync.Mutex
+	buf  bytes.Buffer
+}
+
+func (w *markWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(p)
+	w.mu.Unlock()
+	if bytes.Contains(p, w.mark) {
+		select {
+		case w.seen <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+func (w *markWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes())
+}
