@@ -22,8 +22,9 @@ import (
 // view (Follower.Recycle, over objects the source gave: jsondoc.Doc.Give)
 // prints what a run that frees nothing prints, byte for byte, over random
 // changes to random keys: puts that change a record's state (in and out
-// of the filter), its heartbeat or nothing, deletes, and puts of new
-// keys. A freed object is overwritten at once and made again into the
+// of the filter), its heartbeat or nothing, deletes, puts of new keys,
+// records that do not decode, and relistings (full batches, whose
+// missing keys are deleted). A freed object is overwritten at once and made again into the
 // next change's, so an object freed while the view or an event still
 // holds it shows in the output.
 func TestRecycleModel(t *testing.T) {
@@ -114,6 +115,24 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []b
 	next := func(tick int) nodeset.Batch {
 		rev++
 		b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev}
+		if tick%50 == 49 {
+			// A relisting: every live record, as new objects; a few
+			// changed since, and the keys deleted since missing.
+			b.Cause = nodeset.CauseResync
+			b.Changes = append(b.Changes, change(&mvccpb.KeyValue{Key: []byte("/n/tick"),
+				Value: fmt.Appendf(nil, `{"state":"%s","beat":%d,"n":%d}`, []string{"UP", "UPPER"}[tick%2], tick, tick), ModRevision: rev}, false))
+			for k := range recs {
+				r := &recs[k]
+				if rng.IntN(5) == 0 {
+					r.live = !r.live
+					r.state = states[rng.IntN(len(states))]
+				}
+				if r.live {
+					b.Changes = append(b.Changes, change(kv(k, *r), false))
+				}
+			}
+			return b
+		}
 		// The tick: changed every batch, as every --equals sees it.
 		b.Changes = append(b.Changes, change(&mvccpb.KeyValue{Key: []byte("/n/tick"),
 			Value: fmt.Appendf(nil, `{"state":"%s","beat":%d,"n":%d}`, []string{"UP", "UPPER"}[tick%2], tick, tick), ModRevision: rev}, false))
@@ -125,14 +144,19 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []b
 			}
 			seen[k] = true
 			r := &recs[k]
-			switch p := rng.IntN(10); {
-			case p == 0 && r.live:
+			switch p := rng.IntN(20); {
+			case p == 19:
+				// A record that does not decode: the view keeps the
+				// state before it.
+				b.Changes = append(b.Changes, nodeset.Change{ID: string(kv(k, *r).Key), Rev: rev, Undecodable: true})
+				continue
+			case p < 2 && r.live:
 				r.live = false
 				b.Changes = append(b.Changes, change(kv(k, *r), true))
 				continue
-			case p < 4:
-				r.state = states[rng.IntN(len(states))]
 			case p < 8:
+				r.state = states[rng.IntN(len(states))]
+			case p < 16:
 				r.beat++
 			} // else the same again
 			r.live = true
@@ -144,8 +168,10 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []b
 	errDone := errors.New("done")
 	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
 		sink.Put(nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Rev: 1})
-		for tick := range 400 {
-			sink.Put(next(tick))
+		for tick := -1; tick < 400; tick++ {
+			if tick >= 0 {
+				sink.Put(next(tick))
+			} // else the initial batch's batch_done
 			select {
 			case <-out.seen:
 			case <-ctx.Done():
