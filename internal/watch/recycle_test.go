@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -36,14 +37,38 @@ func TestRecycleModel(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for seed := range uint64(3) {
-				plain := recycleRun(t, seed, c.filter, c.equals, false)
-				freed := recycleRun(t, seed, c.filter, c.equals, true)
+				plain := recycleRun(t, seed, c.filter, c.equals, false, false)
+				freed := recycleRun(t, seed, c.filter, c.equals, true, false)
 				if !bytes.Equal(plain, freed) {
 					t.Fatalf("seed %d: with objects freed the run printed\n%s\nwithout\n%s", seed, firstDiff(freed, plain), firstDiff(plain, freed))
 				}
 				if bytes.Count(plain, []byte("\n")) < 500 {
 					t.Fatalf("seed %d: only %d lines: the model tests little", seed, bytes.Count(plain, []byte("\n")))
 				}
+			}
+		})
+	}
+}
+
+// TestRecycleMerged: with objects freed, a reader slower than the
+// source, whose batches the hand-off merges, prints JSON lines only, none
+// of them with a byte that Free writes (which the records never hold):
+// no freed object is printed, whatever the hand-off dropped or moved.
+func TestRecycleMerged(t *testing.T) {
+	for _, c := range []struct{ name, filter, equals string }{
+		{"filter", `.value.state == "UP"`, ""},
+		{"equals", `.value.state != "GONE"`, ".value.state"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := recycleRun(t, 7, c.filter, c.equals, true, true)
+			lines := bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n"))
+			for _, l := range lines {
+				if !json.Valid(l) || bytes.IndexByte(l, '#') >= 0 {
+					t.Fatalf("a line that is no record's: %.300s", l)
+				}
+			}
+			if n := bytes.Count(out, []byte(`"batch_done"`)); n > 300 {
+				t.Fatalf("%d batches printed of 401: the hand-off merged too few to test it", n)
 			}
 		})
 	}
@@ -66,8 +91,10 @@ func firstDiff(a, b []byte) []byte {
 // recycleRun runs `key --prefix` over 400 batches of random changes to
 // 60 keys, decoded as key decodes them, each batch put once the one before
 // is printed (every batch changes a tick key, so that each prints), and
-// returns what it printed. give: the objects are given, and freed.
-func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []byte {
+// returns what it printed. give: the objects are given, and freed. burst:
+// the batches are put at once, to a reader that writes slowly, and the
+// run ends once an end marker put last is printed.
+func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bool) []byte {
 	t.Helper()
 	var o Options
 	var err error
@@ -166,8 +193,27 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []b
 	}
 	out := &markWriter{mark: []byte(`"batch_done"`), seen: make(chan struct{}, 1)}
 	errDone := errors.New("done")
+	if burst {
+		out.mark, out.delay = []byte(`"end":true`), 200*time.Microsecond
+	}
 	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
 		sink.Put(nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Rev: 1})
+		if burst {
+			for tick := range 400 {
+				sink.Put(next(tick))
+			}
+			rev++
+			sink.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev, Changes: []nodeset.Change{
+				change(&mvccpb.KeyValue{Key: []byte("/n/zz-end"), Value: []byte(`{"state":"UP","end":true}`), ModRevision: rev}, false)}})
+			select {
+			case <-out.seen:
+				return errDone
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Minute):
+				return errors.New("the end marker was not printed")
+			}
+		}
 		for tick := -1; tick < 400; tick++ {
 			if tick >= 0 {
 				sink.Put(next(tick))
@@ -191,13 +237,15 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give bool) []b
 // markWriter keeps what is written, and signals each write that holds
 // mark.
 type markWriter struct {
-	mark []byte
-	seen chan struct{}
-	mu   sync.Mutex
-	buf  bytes.Buffer
+	mark  []byte
+	seen  chan struct{}
+	delay time.Duration // of each write
+	mu    sync.Mutex
+	buf   bytes.Buffer
 }
 
 func (w *markWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
 	w.mu.Lock()
 	w.buf.Write(p)
 	w.mu.Unlock()
