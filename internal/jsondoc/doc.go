@@ -82,8 +82,8 @@ func Free(v any) {
 		return
 	}
 	b := d.json[:cap(d.json)]
-	for i := range b {
-		b[i] = freed
+	for rest := b; len(rest) > 0; {
+		rest = rest[copy(rest, freedBytes[:]):]
 	}
 	*d = Doc{json: b[:0]}
 	docs.Put(d)
@@ -91,6 +91,14 @@ func Free(v any) {
 
 // freed is what Free overwrites an encoding with: no JSON starts with it.
 const freed = '#'
+
+// freedBytes is freed, copied over an encoding a block at a time.
+var freedBytes = func() (b [512]byte) {
+	for i := range b {
+		b[i] = freed
+	}
+	return b
+}()
 
 // maxFree is the largest encoding whose memory Free keeps (a size class
 // of the allocator): larger values are rare, and one kept in the pool
