@@ -81,7 +81,7 @@ func Free(v any) {
 	if !ok || !d.given || cap(d.json) > maxFree {
 		return
 	}
-	b := d.json[:cap(d.json)]
+	b := d.json
 	for rest := b; len(rest) > 0; {
 		rest = rest[copy(rest, freedBytes[:]):]
 	}
