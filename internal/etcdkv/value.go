@@ -75,9 +75,17 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 		}
 	}
 	d, x, b := jsondoc.BlankFor(len(kv.Key) + len(kv.Value) + 128) // the Index is made in the Doc
+	// Where each member's key is, as it is written: the object's own
+	// Index (jsondoc.Doc.SetMembers).
+	members, n := [7]uint16{1}, 1 // create_revision's key, after the brace
+	member := func(b []byte) {
+		members[n] = uint16(len(b) + 1) // past the comma; wraps past 64 KiB, then not kept
+		n++
+	}
 	b = append(b, `{"create_revision":`...)
 	b = strconv.AppendInt(b, kv.CreateRevision, 10)
 	if len(fields) > 0 {
+		member(b)
 		b = append(b, `,"fields":{`...)
 		for i, f := range fields {
 			if i > 0 {
@@ -89,12 +97,16 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 		}
 		b = append(b, '}')
 	}
+	member(b)
 	b = append(b, `,"key":`...)
 	b = appendBytes(b, kv.Key)
+	member(b)
 	b = append(b, `,"lease":`...)
 	b = strconv.AppendInt(b, kv.Lease, 10)
+	member(b)
 	b = append(b, `,"mod_revision":`...)
 	b = strconv.AppendInt(b, kv.ModRevision, 10)
+	member(b)
 	b = append(b, `,"value":`...)
 	start := len(b)
 	b, x, err := appendValue(b, kv.Value, mode, refValue, refIndex, x)
@@ -102,10 +114,15 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 		return nil, err
 	}
 	end := len(b)
+	member(b)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, kv.Version, 10)
 	b = append(b, '}')
-	return d.Indexed(b, "value", start, end, x), nil
+	d.Indexed(b, "value", start, end, x)
+	if len(b) <= 1<<16-1 {
+		d.SetMembers(members[:n])
+	}
+	return d, nil
 }
 
 // Bytes returns b as a string if it is valid UTF-8, else as

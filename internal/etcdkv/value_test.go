@@ -106,6 +106,12 @@ func TestObject(t *testing.T) {
 		if gok != wok || string(got) != string(want) {
 			t.Errorf("mode %v: Member(value) = %s, Field says %s", mode, got, want)
 		}
+		checkMembers(t, d)
+	}
+	// Past 64 KiB, no Index.
+	big := &mvccpb.KeyValue{Key: []byte("/n/big"), Value: []byte(`"` + strings.Repeat("x", 70000) + `"`)}
+	if d, err := Object(big, ValueAuto, nil); err != nil || d.Members() != nil {
+		t.Errorf("a record of 70 kB: Members %v, error %v", d.Members(), err)
 	}
 	kv.Key = []byte("\xff")
 	if d, _ := Object(kv, ValueText, nil); !strings.Contains(string(d.JSON()), `"key":{"base64":"/w=="}`) {
@@ -177,5 +183,20 @@ func TestObjectFromModel(t *testing.T) {
 		if !bytes.Equal(got.JSON(), want.JSON()) || wn != gn || !bytes.Equal(wv, gv) || !slices.Equal(wx, gx) || (wx == nil) != (gx == nil) {
 			t.Fatalf("%q from %v:\n got %s %v\nwant %s %v", kv.Value, ref, got.JSON(), gx, want.JSON(), wx)
 		}
+		checkMembers(t, got)
+		checkMembers(t, want)
+	}
+}
+
+// checkMembers: the Index that Object gives its object (Doc.Members) is
+// the one AppendCompactIndexed makes of it.
+func checkMembers(t *testing.T, d *jsondoc.Doc) {
+	t.Helper()
+	_, x, err := jsondoc.AppendCompactIndexed(nil, d.JSON())
+	if err != nil {
+		x = nil // no Index where the encoding is not UTF-8
+	}
+	if got := d.Members(); !slices.Equal(got, x) || (err == nil && got == nil) {
+		t.Fatalf("%s: Members %v, want %v", d.JSON(), got, x)
 	}
 }

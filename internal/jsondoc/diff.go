@@ -57,7 +57,7 @@ type pair struct {
 // A walker steps through the members of an object in document order:
 // from the object's Index when it has one, else by scanning, reading past
 // the known member's value (b[known:end], whose Index is sub) without
-// scanning it. next leaves the member it reached in key, val and vx.
+// scanning it; either way the known member's value comes with sub. next leaves the member it reached in key, val and vx.
 type walker struct {
 	b          []byte
 	x          Index
@@ -78,7 +78,8 @@ func newWalker(b []byte, x Index) walker {
 }
 
 // newKnowing walks the object b whose member with the value b[known:end]
-// is known, that value indexed by sub.
+// is known, that value indexed by sub; by scanning, unless x is set to
+// the object's Index.
 func newKnowing(b []byte, known, end int, sub Index) walker {
 	return walker{b: b, known: known, end: end, sub: sub, i: skipSpace(b, 1)}
 }
@@ -93,6 +94,9 @@ func (w *walker) next() bool {
 		w.i++
 		ke := stringEnd(w.b, ks)
 		w.key, w.val = w.b[ks:ke], x.value(w.b, k, ke)
+		if ke+1 == w.known && w.known > 0 {
+			w.vx = w.sub
+		}
 		return true
 	}
 	b, i := w.b, w.i
@@ -133,6 +137,9 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 		// Both roots are objects that know where the member is.
 		wa := newKnowing(a.json, int(a.start), int(a.end), a.index)
 		wb := newKnowing(b.json, int(b.start), int(b.end), b.index)
+		if xa, xb := a.Members(), b.Members(); xa != nil && xb != nil {
+			wa.x, wb.x = xa, xb // the known member's Index still goes with it
+		}
 		if !d.pairwise(&wa, &wb) {
 			d.merge(a.json, b.json)
 		}

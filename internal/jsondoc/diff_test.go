@@ -198,6 +198,19 @@ func checkDiff(t *testing.T, a, b []byte) {
 	if diff := cmp.Diff(wrapped, Diff(wrap(a), wrap(b))); diff != "" {
 		t.Fatalf("Diff of %s and %s as values (-model +Diff):\n%s", a, b, diff)
 	}
+	// The same, with the objects' own Index too, as etcdkv.Object gives
+	// it: the walk reads it instead of the members.
+	withMembers := func(v []byte) *Doc {
+		d := wrap(v)
+		_, x, err := AppendCompactIndexed(nil, d.JSON())
+		if err != nil {
+			return d // no Index: one is made only of valid UTF-8
+		}
+		return d.SetMembers(x)
+	}
+	if diff := cmp.Diff(wrapped, Diff(withMembers(a), withMembers(b))); diff != "" {
+		t.Fatalf("Diff of %s and %s as values, the objects indexed (-model +Diff):\n%s", a, b, diff)
+	}
 	for _, p := range got {
 		va, oka := At(New(a), p)
 		vb, okb := At(New(b), p)

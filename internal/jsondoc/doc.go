@@ -32,6 +32,11 @@ type Doc struct {
 	inline [InlineIndex]uint16
 	// given: its maker keeps no reference to it (Give).
 	given bool
+	// members[:nmembers] is the Index of d's own object, when its maker
+	// gave one (SetMembers): the Differ walks it without reading the
+	// values of members other than the known one.
+	members  [8]uint16
+	nmembers uint8
 }
 
 // InlineIndex is the most members whose Index a Doc holds in itself (a
@@ -150,6 +155,24 @@ func (d *Doc) Indexed(b []byte, name string, start, end int, x Index) *Doc {
 		d.index = x
 	}
 	return d
+}
+
+// SetMembers records x, the Index of d's object as its maker wrote it
+// (at most 8 members; a larger x is not kept), and returns d.
+func (d *Doc) SetMembers(x Index) *Doc {
+	if len(x) <= len(d.members) {
+		d.nmembers = uint8(copy(d.members[:], x))
+	}
+	return d
+}
+
+// Members returns the Index of d's object that its maker gave
+// (SetMembers); nil when none.
+func (d *Doc) Members() Index {
+	if d.nmembers == 0 {
+		return nil
+	}
+	return d.members[:d.nmembers:d.nmembers]
 }
 
 // Member returns the encoding of the member named name of the object d,
