@@ -20,7 +20,7 @@ import (
 // AppendCompactIndexed.
 //
 // The Index is appended to x[:0], so that it can be made in the Doc it
-// is for (Blank).
+// is for (BlankFor).
 func AppendCompactIndexedFrom(dst, src, ref []byte, rx, x Index) ([]byte, Index, error) {
 	if out, x, ok := appendChanged(dst, src, ref, rx, x[:0]); ok {
 		return out, x, nil // an object with members: x is not empty

@@ -11,12 +11,12 @@ import (
 // checkCompactFrom: AppendCompactIndexedFrom(dst, src, ref, rx, x) makes
 // what AppendCompactIndexed(dst, src) makes, byte for byte, with the same
 // Index and an error for the same src, whether x is nil or a Doc's own
-// (Blank); a Doc made with either Index (NewIndexed, Indexed) knows that
+// (BlankFor); a Doc made with either Index (NewIndexed, Indexed) knows that
 // Index.
 func checkCompactFrom(t *testing.T, src, ref []byte, rx Index) {
 	t.Helper()
 	want, wx, werr := AppendCompactIndexed([]byte("pre"), src)
-	d, lent := Blank()
+	d, lent, _ := BlankFor(0)
 	for _, x := range []Index{nil, lent} {
 		got, gx, gerr := AppendCompactIndexedFrom([]byte("pre"), src, ref, rx, x)
 		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) || !slices.Equal(gx, wx) || (gx == nil) != (wx == nil) {

@@ -113,9 +113,12 @@ const maxFree = 2048
 // docs holds the Docs that Free gave back, their buffers with them.
 var docs sync.Pool
 
-// BlankFor is Blank, with a buffer of at least n bytes' capacity for the
-// Doc's encoding, both made from a Doc that was freed (Free) when there
-// is one.
+// BlankFor returns a Doc for its Indexed method to make, a buffer of at
+// least n bytes' capacity for its encoding, and an empty Index backed by
+// the Doc itself, with room for InlineIndex members: an Index appended to
+// it (AppendCompactIndexedFrom) costs no allocation of its own, and lives
+// next to the Doc in memory. The Doc and the buffer are one that was
+// freed (Free), when there is one.
 func BlankFor(n int) (*Doc, Index, []byte) {
 	if v := docs.Get(); v != nil {
 		d := v.(*Doc)
@@ -130,16 +133,7 @@ func BlankFor(n int) (*Doc, Index, []byte) {
 	return d, d.inline[:0], make([]byte, 0, n)
 }
 
-// Blank returns a Doc for its Indexed method to make, and an empty Index
-// backed by the Doc itself, with room for InlineIndex members: an Index
-// appended to it (AppendCompactIndexedFrom) costs no allocation of its
-// own, and lives next to the Doc in memory.
-func Blank() (*Doc, Index) {
-	d := new(Doc)
-	return d, d.inline[:0]
-}
-
-// Indexed makes d, new from Blank, NewIndexed(b, name, start, end, x),
+// Indexed makes d, new from BlankFor, NewIndexed(b, name, start, end, x),
 // and returns it. An x of InlineIndex members or fewer is kept in d.
 func (d *Doc) Indexed(b []byte, name string, start, end int, x Index) *Doc {
 	d.json = b

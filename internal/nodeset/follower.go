@@ -118,15 +118,9 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 	defer f.release()
 	var counts Counts
 	for _, c := range cs {
-		ev, gone, err := f.step(c)
+		ev, err := f.step(c)
 		if err != nil {
 			return err
-		}
-		if f.Recycle && gone != nil {
-			f.dead = append(f.dead, gone)
-		}
-		if f.Recycle && (ev.Type == Updated || ev.Type == Deleted) && !same(ev.Prev, ev.Object) {
-			f.dead = append(f.dead, ev.Prev) // once the event is emitted
 		}
 		switch ev.Type {
 		case 0:
@@ -281,12 +275,12 @@ func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
 	return n, nil
 }
 
-// step applies one change to the set and returns the event it causes (an
-// Event with a zero Type means none), and c's object if the view does not
-// keep it and no event holds it.
-func (f *Follower) step(c Change) (Event, any, error) {
+// step applies one change to the set and returns the event it causes; an
+// Event with a zero Type means none. With Recycle, it notes the objects
+// that the view lets go of, for Apply to free once the batch is emitted.
+func (f *Follower) step(c Change) (Event, error) {
 	if c.Undecodable {
-		return Event{}, nil, nil
+		return Event{}, nil
 	}
 	// One lookup serves the whole step: an update replaces the object
 	// in its entry.
@@ -299,37 +293,45 @@ func (f *Follower) step(c Change) (Event, any, error) {
 	if keep && f.Filter != nil {
 		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
-			return Event{}, nil, fmt.Errorf("%q: %w", c.ID, err)
+			return Event{}, fmt.Errorf("%q: %w", c.ID, err)
 		}
 		keep = ok
-	}
-	// c's object, when the view will not keep it (with Recycle): not
-	// the view's own (a source may hand on the object it handed before).
-	var gone any
-	if f.Recycle && !same(c.Object, prev) {
-		gone = c.Object
 	}
 	switch {
 	case !keep && had:
 		f.set.Delete(c.ID)
-		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, gone, nil
+		f.bury(c.Object, prev)
+		f.bury(prev, nil)
+		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
 	case !keep:
-		return Event{}, gone, nil
+		f.bury(c.Object, nil)
+		return Event{}, nil
 	case !had:
 		f.set.Put(c.ID, c.Object)
-		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil, nil
+		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
 	}
 	eq, err := f.Equal(c.ID, prev, c.Object)
 	if err != nil {
-		return Event{}, nil, fmt.Errorf("%q: %w", c.ID, err)
+		return Event{}, fmt.Errorf("%q: %w", c.ID, err)
 	}
 	if eq {
 		// Keep what was printed, so that Prev is always a state the
 		// user has seen.
-		return Event{}, gone, nil
+		f.bury(c.Object, prev)
+		return Event{}, nil
 	}
 	e.obj = c.Object
-	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil, nil
+	f.bury(prev, c.Object)
+	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
+}
+
+// bury notes, with Recycle, an object o that the view let go of, unless
+// it is kept, the same Doc as o: a source may hand on the object that the
+// view holds, and an --equals may find the view's own object changed.
+func (f *Follower) bury(o, kept any) {
+	if f.Recycle && o != nil && !same(o, kept) {
+		f.dead = append(f.dead, o)
+	}
 }
 
 // Equal reports whether a and b, two states of id, are the same for the
