@@ -16,17 +16,22 @@ import (
 // 600 B whose status holds more after the heartbeat.
 //
 //	go test -run '^$' -bench DiffKeyValue ./internal/etcdkv
+//
+// benchValues are node records of about 200 B and 600 B, as the live
+// rows of bench/compare write them; TS is the status timestamp.
+var benchValues = []struct{ name, value string }{
+	{"200B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
+		`"status":{"external_address":"10.17.201.33","timestamp":"TS"},"state":"NODE_STATE_UP"}`},
+	{"600B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
+		`"status":{"external_address":"10.17.201.33","timestamp":"TS","version":{"release":{"minor":"1","patch":"1"},` +
+		`"git_information":{"commit_hash":"753562701bd32d3c5a0237a3602e2f75def7b134","build_tree_state":"BUILD_TREE_STATE_CLEAN"}},` +
+		`"boot_id":"eHxZTtLKNau3v4FjU6UIfA=="},"clusternet":{"wireguard_pubkey":"POFOXtBtNRZtQdAXCzWggk9so1WGmKrePt++4JWDO70=",` +
+		`"prefixes":[{"cidr":"10.17.201.33/32"},{"cidr":"10.128.1.0/24"}]},"state":"NODE_STATE_UP",` +
+		`"labels":{"pairs":[{"key":"topology.kubernetes.io/zone","value":"zone-a"}]}}`},
+}
+
 func BenchmarkDiffKeyValue(b *testing.B) {
-	for _, c := range []struct{ name, value string }{
-		{"200B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
-			`"status":{"external_address":"10.17.201.33","timestamp":"TS"},"state":"NODE_STATE_UP"}`},
-		{"600B", `{"id":"metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51","roles":{"kubernetes_worker":{}},` +
-			`"status":{"external_address":"10.17.201.33","timestamp":"TS","version":{"release":{"minor":"1","patch":"1"},` +
-			`"git_information":{"commit_hash":"753562701bd32d3c5a0237a3602e2f75def7b134","build_tree_state":"BUILD_TREE_STATE_CLEAN"}},` +
-			`"boot_id":"eHxZTtLKNau3v4FjU6UIfA=="},"clusternet":{"wireguard_pubkey":"POFOXtBtNRZtQdAXCzWggk9so1WGmKrePt++4JWDO70=",` +
-			`"prefixes":[{"cidr":"10.17.201.33/32"},{"cidr":"10.128.1.0/24"}]},"state":"NODE_STATE_UP",` +
-			`"labels":{"pairs":[{"key":"topology.kubernetes.io/zone","value":"zone-a"}]}}`},
-	} {
+	for _, c := range benchValues {
 		b.Run(c.name, func(b *testing.B) {
 			kv := func(ts string, rev int64) *mvccpb.KeyValue {
 				return &mvccpb.KeyValue{Key: []byte("/nodes/metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51"),
@@ -48,6 +53,29 @@ func BenchmarkDiffKeyValue(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				d.Diff(prev, obj)
+			}
+		})
+	}
+}
+
+// BenchmarkObjectFrom is the watcher's decode of one change: a record
+// made into the object it prints as, as ObjectFrom makes it, and freed
+// again as the view frees what it lets go of.
+func BenchmarkObjectFrom(b *testing.B) {
+	for _, c := range benchValues {
+		b.Run(c.name, func(b *testing.B) {
+			kv := &mvccpb.KeyValue{Key: []byte("/nodes/metropolis-7a3f09c2d41b88e05c6e1f2a9b3d4c51"),
+				Value:          []byte(strings.Replace(c.value, "TS", "2026-11-24T10:31:13.000316760Z", 1)),
+				CreateRevision: 1234567, ModRevision: 2345678, Version: 1111}
+			b.SetBytes(int64(len(kv.Value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := ObjectFrom(kv, ValueAuto, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				d.Give()
+				jsondoc.Free(d)
 			}
 		})
 	}

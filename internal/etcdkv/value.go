@@ -83,7 +83,7 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 		n++
 	}
 	b = append(b, `{"create_revision":`...)
-	b = strconv.AppendInt(b, kv.CreateRevision, 10)
+	b = appendInt(b, kv.CreateRevision)
 	if len(fields) > 0 {
 		member(b)
 		b = append(b, `,"fields":{`...)
@@ -102,10 +102,10 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 	b = appendBytes(b, kv.Key)
 	member(b)
 	b = append(b, `,"lease":`...)
-	b = strconv.AppendInt(b, kv.Lease, 10)
+	b = appendInt(b, kv.Lease)
 	member(b)
 	b = append(b, `,"mod_revision":`...)
-	b = strconv.AppendInt(b, kv.ModRevision, 10)
+	b = appendInt(b, kv.ModRevision)
 	member(b)
 	b = append(b, `,"value":`...)
 	start := len(b)
@@ -116,7 +116,7 @@ func ObjectFrom(kv *mvccpb.KeyValue, mode ValueMode, fields []Field, ref any) (*
 	end := len(b)
 	member(b)
 	b = append(b, `,"version":`...)
-	b = strconv.AppendInt(b, kv.Version, 10)
+	b = appendInt(b, kv.Version)
 	b = append(b, '}')
 	d.Indexed(b, "value", start, end, x)
 	if len(b) <= 1<<16-1 {
@@ -136,11 +136,46 @@ func Bytes(b []byte) any {
 
 // appendBytes appends the encoding of Bytes(b).
 func appendBytes(dst, b []byte) []byte {
+	if jsondoc.Plain(b) { // as most keys are: nothing to check or escape
+		dst = append(dst, '"')
+		dst = append(dst, b...)
+		return append(dst, '"')
+	}
 	if utf8.Valid(b) {
 		return jsondoc.AppendString(dst, b)
 	}
 	return appendMarshal(dst, Bytes(b))
 }
+
+// appendInt appends n in decimal, as strconv.AppendInt(dst, n, 10) does,
+// for less than strconv's general path costs: a record's revisions,
+// version and lease are four of them for every change.
+func appendInt(dst []byte, n int64) []byte {
+	if n < 0 || n >= 1e18 {
+		return strconv.AppendInt(dst, n, 10)
+	}
+	if n < 10 {
+		return append(dst, byte('0'+n))
+	}
+	var buf [18]byte
+	i := len(buf)
+	for n >= 10 {
+		q := n / 100
+		r := n - q*100
+		i -= 2
+		buf[i], buf[i+1] = twoDigits[2*r], twoDigits[2*r+1]
+		n = q
+	}
+	if n > 0 {
+		i--
+		buf[i] = byte('0' + n)
+	}
+	return append(dst, buf[i:]...)
+}
+
+const twoDigits = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" +
+	"30313233343536373839" + "40414243444546474849" + "50515253545556575859" +
+	"60616263646566676869" + "70717273747576777879" + "80818283848586878889" + "90919293949596979899"
 
 // appendMarshal appends v encoded as jq encodes it.
 func appendMarshal(dst []byte, v any) []byte {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -198,5 +199,20 @@ func checkMembers(t *testing.T, d *jsondoc.Doc) {
 	}
 	if got := d.Members(); !slices.Equal(got, x) || (err == nil && got == nil) {
 		t.Fatalf("%s: Members %v, want %v", d.JSON(), got, x)
+	}
+}
+
+// TestAppendInt holds appendInt to strconv.AppendInt: the edges of each
+// digit count and of its fast path, and random values of every size.
+func TestAppendInt(t *testing.T) {
+	ns := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e17 - 1, 1e17, 1e18 - 1, 1e18, math.MaxInt64, -1, -10, math.MinInt64}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 10000 {
+		ns = append(ns, rng.Int64()>>rng.IntN(64), -rng.Int64()>>rng.IntN(64))
+	}
+	for _, n := range ns {
+		if got, want := string(appendInt([]byte("x"), n)), string(strconv.AppendInt([]byte("x"), n, 10)); got != want {
+			t.Fatalf("appendInt(%d) = %s, want %s", n, got, want)
+		}
 	}
 }

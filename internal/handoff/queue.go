@@ -153,7 +153,11 @@ func (q *Queue) has(id string) bool {
 func (q *Queue) hand(id string, present bool) {
 	if q.base == nil {
 		if present {
-			q.handed[id] = struct{}{}
+			// Most changes are to ids the reader has: a lookup, which
+			// costs less than assigning the id again.
+			if _, ok := q.handed[id]; !ok {
+				q.handed[id] = struct{}{}
+			}
 		} else {
 			delete(q.handed, id)
 		}

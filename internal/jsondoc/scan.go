@@ -30,6 +30,10 @@ func stringStop(s []byte, i int, high bool) int {
 	return len(s)
 }
 
+// Plain reports whether s is all printable ASCII other than a quote or a
+// backslash: a JSON string's bytes as they are, with nothing to escape.
+func Plain(s []byte) bool { return plainLen(s) == len(s) }
+
 // plainLen returns how many bytes at the start of s are printable ASCII
 // other than a quote or a backslash: the bytes a JSON string holds as
 // they are (AppendString). It reads eight bytes at a time, as stringStop.
