@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/gob"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -213,6 +214,34 @@ func TestAppendInt(t *testing.T) {
 	for _, n := range ns {
 		if got, want := string(appendInt([]byte("x"), n)), string(strconv.AppendInt([]byte("x"), n, 10)); got != want {
 			t.Fatalf("appendInt(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
+// TestDiffEveryMember: the changed paths of two objects of a key name
+// every member that differs, the first (create_revision, which differs
+// when a relisting finds the key made again) and the last among them.
+func TestDiffEveryMember(t *testing.T) {
+	kv := func(create, mod, version, lease int64, value string) *jsondoc.Doc {
+		d, err := ObjectFrom(&mvccpb.KeyValue{Key: []byte("/k"), Value: []byte(value),
+			CreateRevision: create, ModRevision: mod, Version: version, Lease: lease}, ValueAuto, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a := kv(2, 5, 3, 0, `{"state":"UP","n":1}`)
+	for _, c := range []struct {
+		b    *jsondoc.Doc
+		want string
+	}{
+		{kv(7, 7, 1, 0, `{"state":"UP","n":1}`), `[[create_revision] [mod_revision] [version]]`},
+		{kv(2, 6, 4, 9, `{"state":"UP","n":1}`), `[[lease] [mod_revision] [version]]`},
+		{kv(2, 6, 4, 0, `{"state":"UP","n":2}`), `[[mod_revision] [value n] [version]]`},
+		{kv(9, 9, 1, 0, `{"state":"DOWN","n":1}`), `[[create_revision] [mod_revision] [value state] [version]]`},
+	} {
+		if got := fmt.Sprint(jsondoc.Diff(a, c.b)); got != c.want {
+			t.Errorf("Diff(%s, %s) = %s, want %s", a.JSON(), c.b.JSON(), got, c.want)
 		}
 	}
 }

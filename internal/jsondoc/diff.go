@@ -2,6 +2,8 @@ package jsondoc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
@@ -44,6 +46,7 @@ type Differ struct {
 	seen    [][]byte       // the keys of the object being walked (pairwise)
 	arena   []any          // the steps of out's paths
 	keys    map[string]any // keys seen, as steps: a key's string is made once
+	recent  [32]recentKey  // keys found lately, in front of keys
 }
 
 // A pair is a member of two objects whose values differ: its key (plain
@@ -138,7 +141,9 @@ func (d *Differ) Diff(a, b *Doc) []Path {
 		wa := newKnowing(a.json, int(a.start), int(a.end), a.index)
 		wb := newKnowing(b.json, int(b.start), int(b.end), b.index)
 		if xa, xb := a.Members(), b.Members(); xa != nil && xb != nil {
-			wa.x, wb.x = xa, xb // the known member's Index still goes with it
+			// The walks read the Indexes from their first member; the
+			// known member's Index still goes with it.
+			wa.x, wb.x, wa.i, wb.i = xa, xb, 0, 0
 		}
 		if !d.pairwise(&wa, &wb) {
 			d.merge(a.json, b.json)
@@ -170,6 +175,30 @@ func (d *Differ) found() {
 // one call to the next: an encoder diffs the same kinds of objects over
 // and over. At most 4,096 keys are kept.
 func (d *Differ) key(k []byte) any {
+	// The keys of one kind of record are few: most are found in a small
+	// table by their length and ends, without hashing them.
+	var slot int
+	if len(k) > 0 {
+		slot = (len(k)*7 + int(k[0]) + int(k[len(k)-1])*3) % len(d.recent)
+		if r := &d.recent[slot]; r.key == string(k) && r.step != nil {
+			return r.step
+		}
+	}
+	v := d.keyStep(k)
+	if len(k) > 0 {
+		d.recent[slot] = recentKey{v.(string), v}
+	}
+	return v
+}
+
+// A recentKey is a key and its step, as Differ.key last found it.
+type recentKey struct {
+	key  string
+	step any
+}
+
+// keyStep is key by way of the map.
+func (d *Differ) keyStep(k []byte) any {
 	if v, ok := d.keys[string(k)]; ok {
 		return v
 	}
@@ -263,6 +292,9 @@ func (d *Differ) pairwise(wa, wb *walker) bool {
 	for len(d.pairs) <= depth {
 		d.pairs = append(d.pairs, make([]pair, 0, 4))
 	}
+	if wa.x != nil && len(wa.x) == len(wb.x) && wa.i == 0 && wb.i == 0 {
+		return d.spans(wa, wb)
+	}
 	diffs, seen := d.pairs[depth][:0], d.seen[:0]
 	for {
 		aok, bok := wa.next(), wb.next()
@@ -283,6 +315,64 @@ func (d *Differ) pairwise(wa, wb *walker) bool {
 		wa.vx, wb.vx = nil, nil
 	}
 	d.seen = seen
+	return d.descend(diffs, seen)
+}
+
+// spans is pairwise for two indexed objects with as many members: member
+// k of each, key and value, is one span of bytes, from its key to the
+// comma or brace after it (compact, as indexed objects are), and the
+// spans that are equal need no more than their key, read on one side.
+func (d *Differ) spans(wa, wb *walker) bool {
+	a, b, xa, xb := wa.b, wb.b, wa.x, wb.x
+	diffs, seen := d.pairs[len(d.path)][:0], d.seen[:0]
+	for k := range xa {
+		sa, sb := int(xa[k]), int(xb[k])
+		ea, eb := len(a)-1, len(b)-1 // the closing brace
+		if k+1 < len(xa) {
+			ea, eb = int(xa[k+1])-1, int(xb[k+1])-1 // the comma
+		}
+		ka, plain := keyEnd(a, sa)
+		if !plain {
+			return false
+		}
+		key := a[sa+1 : ka-1]
+		seen = append(seen, key)
+		if bytes.Equal(a[sa:ea], b[sb:eb]) {
+			continue
+		}
+		kb := stringEnd(b, sb)
+		if !bytes.Equal(a[sa:ka], b[sb:kb]) {
+			return false
+		}
+		p := pair{key: key, a: a[ka+1 : ea], b: b[kb+1 : eb]} // past the colon
+		if ka+1 == wa.known && wa.known > 0 {
+			p.xa = wa.sub
+		}
+		if kb+1 == wb.known && wb.known > 0 {
+			p.xb = wb.sub
+		}
+		diffs = append(diffs, p)
+	}
+	d.seen = seen
+	return d.descend(diffs, seen)
+}
+
+// keyEnd is stringEnd for the key whose opening quote is b[i], and
+// whether the key is plain ASCII (plainASCII): most keys are, and one
+// search finds their end and that they are.
+func keyEnd(b []byte, i int) (end int, plain bool) {
+	if k := stringStop(b, i+1, true); k < len(b) && b[k] == '"' {
+		return k + 1, true // nothing before the quote stopped the search
+	}
+	end = stringEnd(b, i)
+	return end, plainASCII(b[i+1 : max(end-1, i+1)])
+}
+
+// descend ends pairwise: unless a key that differs is given twice (then
+// it returns false, having found nothing), it diffs the members that
+// differ, in key order.
+func (d *Differ) descend(diffs []pair, seen [][]byte) bool {
+	depth := len(d.path)
 	for _, p := range diffs {
 		n := 0
 		for _, k := range seen {
@@ -449,6 +539,15 @@ var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true
 // stringEnd returns the index just past the string whose opening quote
 // is b[i].
 func stringEnd(b []byte, i int) int {
+	// Most strings a walk reads (keys, short values) end within the
+	// eight bytes after the quote: one word, with no call and no loop.
+	if j := i + 1; j+8 <= len(b) {
+		if m := stops(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			if k := j + bits.TrailingZeros64(m)/8; b[k] == '"' {
+				return k + 1
+			}
+		}
+	}
 	for i++; i < len(b); i++ {
 		i = stringStop(b, i, false)
 		if i >= len(b) {

@@ -178,13 +178,14 @@ func checkDiff(t *testing.T, a, b []byte) {
 	// place known and indexed (NewIndexed): the paths are the value's,
 	// under "value".
 	wrap := func(v []byte) *Doc {
-		pre := `{"key":"k","value":`
+		// The first member and the one after the value differ with the
+		// value's length, so that a walk that skips the first member or
+		// loses its place after the value shows.
+		pre := fmt.Sprintf(`{"first":%d,"key":"k","value":`, len(v))
 		_, x, err := AppendCompactIndexed(nil, v) // v is compact: the same offsets
 		if err != nil && utf8.Valid(v) {
 			t.Fatal(err)
 		} // else no Index: one is made only of valid UTF-8
-		// The member after the value differs with the value's length, so
-		// that a walk that loses its place after the value shows.
 		after := fmt.Sprintf(`,"version":%d}`, len(v))
 		return NewIndexed([]byte(pre+string(v)+after), "value", len(pre), len(pre)+len(v), x)
 	}
@@ -193,7 +194,7 @@ func checkDiff(t *testing.T, a, b []byte) {
 		wrapped = append(wrapped, append(Path{"value"}, p...))
 	}
 	if len(a) != len(b) {
-		wrapped = append(wrapped, Path{"version"})
+		wrapped = append([]Path{{"first"}}, append(wrapped, Path{"version"})...)
 	}
 	if diff := cmp.Diff(wrapped, Diff(wrap(a), wrap(b))); diff != "" {
 		t.Fatalf("Diff of %s and %s as values (-model +Diff):\n%s", a, b, diff)

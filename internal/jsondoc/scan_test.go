@@ -66,3 +66,67 @@ func TestPlainLen(t *testing.T) {
 		}
 	}
 }
+
+// TestStringEnd: stringEnd finds what a byte-at-a-time reading finds,
+// with the string's end before, at and after its first word, escapes
+// (an escaped quote among them) in and past it, and control and high
+// bytes, which stop the word-at-a-time search without ending the string.
+func TestStringEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	alphabet := []byte{'"', '\\', 0x01, 0x1f, 0x80, 0xff, 'a', 'z', '~', ' '}
+	for range 50000 {
+		b := make([]byte, rng.IntN(30))
+		for i := range b {
+			if rng.IntN(6) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+		}
+		i := 0
+		if len(b) > 0 {
+			i = rng.IntN(len(b))
+			b[i] = '"'
+		} else {
+			b = []byte{'"'}
+		}
+		want := len(b)
+		for j := i + 1; j < len(b); j++ {
+			if b[j] == '\\' {
+				j++
+				continue
+			}
+			if b[j] == '"' {
+				want = j + 1
+				break
+			}
+		}
+		if got := stringEnd(b, i); got != want {
+			t.Fatalf("stringEnd(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	}
+}
+
+// TestKeyEnd: keyEnd is stringEnd and plainASCII, on the strings of
+// TestStringEnd's kind.
+func TestKeyEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	alphabet := []byte{'"', '\\', 0x01, 0x80, 0xc3, 0xa9, 0xff, 'a', '~'}
+	for range 50000 {
+		b := make([]byte, 1+rng.IntN(30))
+		for i := range b {
+			if rng.IntN(5) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+		}
+		i := rng.IntN(len(b))
+		b[i] = '"'
+		end := stringEnd(b, i)
+		wantPlain := plainASCII(b[i+1 : max(end-1, i+1)])
+		if gotEnd, gotPlain := keyEnd(b, i); gotEnd != end || gotPlain != wantPlain {
+			t.Fatalf("keyEnd(%q, %d) = %d, %v; want %d, %v", b, i, gotEnd, gotPlain, end, wantPlain)
+		}
+	}
+}
