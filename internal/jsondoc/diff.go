@@ -3,8 +3,8 @@ package jsondoc
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
 	"encoding/json"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 )
