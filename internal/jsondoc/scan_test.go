@@ -1,6 +1,7 @@
 package jsondoc
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
 )
@@ -127,6 +128,27 @@ func TestKeyEnd(t *testing.T) {
 		wantPlain := plainASCII(b[i+1 : max(end-1, i+1)])
 		if gotEnd, gotPlain := keyEnd(b, i); gotEnd != end || gotPlain != wantPlain {
 			t.Fatalf("keyEnd(%q, %d) = %d, %v; want %d, %v", b, i, gotEnd, gotPlain, end, wantPlain)
+		}
+	}
+}
+
+// TestPlain: Plain is plainLen covering all of s, for runs of every
+// length around a word's, broken at every place by a byte that is not
+// plain or by a neighbour of one.
+func TestPlain(t *testing.T) {
+	for n := range 40 {
+		s := bytes.Repeat([]byte{'a'}, n)
+		if !Plain(s) {
+			t.Fatalf("Plain(%q) = false", s)
+		}
+		for i := range n {
+			for _, c := range []byte{'"', '\\', 0, 0x1f, 0x20, '~', 0x7f, 0x80, 0xff} {
+				s[i] = c
+				if got, want := Plain(s), plainLen(s) == len(s); got != want {
+					t.Fatalf("Plain(%q) = %v, want %v", s, got, want)
+				}
+			}
+			s[i] = 'a'
 		}
 	}
 }
