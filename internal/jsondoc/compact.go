@@ -68,6 +68,9 @@ type compactor struct {
 
 // space skips space, copying what came before it.
 func (c *compactor) space() {
+	if c.i < len(c.src) && c.src[c.i] > ' ' {
+		return // no space, as in compact JSON: one comparison
+	}
 	j := c.i
 	for j < len(c.src) && isSpace(c.src[j]) {
 		j++
