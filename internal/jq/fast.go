@@ -607,6 +607,11 @@ func rebase(n fastNode, name string) (fastNode, bool) {
 		if !ok {
 			return nil, false
 		}
+		if lp, isPath := l.(path); isPath && len(lp) == 0 {
+			// .name | r: r over the member itself, which then reads it
+			// with its Index (a pipe gives its right side none).
+			return n.r, true
+		}
 		return pipe{l, n.r, n.lsingle}, true
 	}
 	return nil, false

@@ -322,6 +322,10 @@ func TestFastRebased(t *testing.T) {
 		`.a.b == 1 and .c == 1`:           false,
 		`. == null`:                       false,
 		`.a == null and (.a | test("x"))`: true,
+		`.a | has("b")`:                   true,
+		`.a | has("c") | not`:             true,
+		`(.a | has("b")) and .a.c == "x"`: true,
+		`.a | .b`:                         true,
 	} {
 		p, err := Compile("--filter", expr, Vars{})
 		if err != nil || p.fast == nil {
