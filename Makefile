@@ -2,7 +2,7 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build generate test test-under-load lint demo bench bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
+.PHONY: all build generate test test-under-load lint demo bench bench-instructions bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
 
 all: build
 
@@ -37,6 +37,13 @@ demo: build
 ## serve fan-out, a 100k-key listing end to end.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./cmd/...
+
+## bench-instructions: instructions per operation of the per-change benchmarks (the watcher's decode,
+## the Differ, the whole follower), counted by valgrind (installed with apt-get if missing) rather
+## than timed, so that small changes show on a shared machine; REV=<commit> puts that commit's
+## counts beside them.
+bench-instructions:
+	bash scripts/instructions.sh $(REV)
 
 ## bench-compare: nodewatch side by side with etcdctl (pinned, built from the module proxy) on the
 ## same data, alternated, as a table of medians and ratios, for each shape of records: the
