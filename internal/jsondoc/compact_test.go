@@ -78,7 +78,12 @@ func checkIndex(t *testing.T, obj []byte, x Index) {
 		if !sok {
 			break
 		}
-		keys = append(keys, string(decodeKey(qs)))
+		k := string(decodeKey(qs))
+		// The key, and names that share its beginning: longer, shorter.
+		keys = append(keys, k, k+"x", k+`"`)
+		if k != "" {
+			keys = append(keys, k[:len(k)-1])
+		}
 	}
 	for _, k := range keys {
 		want, wok := Field(obj, k)

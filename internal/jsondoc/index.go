@@ -12,14 +12,55 @@ type Index []uint16
 // Field is Field(obj, key) for the object obj indexed by x: of a key given
 // twice the last counts.
 func (x Index) Field(obj []byte, key string) ([]byte, bool) {
+	plain := plainLen(key) == len(key)
 	for k := len(x) - 1; k >= 0; k-- {
 		ks := int(x[k])
+		if plain {
+			switch keyAt(obj, ks, key) {
+			case isKey:
+				return x.value(obj, k, ks+len(key)+2), true
+			case notKey:
+				continue
+			}
+		}
 		if ke := stringEnd(obj, ks); keyIs(obj[ks:ke], key) {
 			return x.value(obj, k, ke), true
 		}
 	}
 	return nil, false
 }
+
+// keyAt answers whether the key whose opening quote is obj[ks] is key, a
+// string of plain bytes (plainLen), from the bytes that key's length
+// spans: a key that begins with other plain bytes, or with key's and not
+// then a quote, is another (an escape makes at least one character).
+// Bytes that may be an escape or beyond ASCII leave it to keyIs.
+func keyAt(obj []byte, ks int, key string) keyAnswer {
+	r := obj[ks+1:]
+	if len(r) > len(key) && string(r[:len(key)]) == key {
+		if r[len(key)] == '"' {
+			return isKey
+		}
+		return notKey
+	}
+	for j := 0; j < len(key) && j < len(r); j++ {
+		if c := r[j]; c != key[j] {
+			if c == '\\' || c >= 0x80 {
+				return unsure
+			}
+			return notKey
+		}
+	}
+	return unsure
+}
+
+type keyAnswer int
+
+const (
+	unsure keyAnswer = iota
+	isKey
+	notKey
+)
 
 // value returns the value of member k, whose key ends at ke.
 func (x Index) value(obj []byte, k, ke int) []byte {
