@@ -292,7 +292,7 @@ func (d *Differ) pairwise(wa, wb *walker) bool {
 	for len(d.pairs) <= depth {
 		d.pairs = append(d.pairs, make([]pair, 0, 4))
 	}
-	if wa.x != nil && len(wa.x) == len(wb.x) && wa.i == 0 && wb.i == 0 {
+	if wa.x != nil && wb.x != nil && len(wa.x) == len(wb.x) && wa.i == 0 && wb.i == 0 {
 		return d.spans(wa, wb)
 	}
 	diffs, seen := d.pairs[depth][:0], d.seen[:0]

@@ -238,6 +238,42 @@ func TestDiffModel(t *testing.T) {
 	}
 }
 
+// TestDiffReused: one Differ used for pair after pair, as an encoder
+// uses it (its key table, its scratch and the paths of the call before),
+// gives what a new one gives, plain and with both Indexes.
+func TestDiffReused(t *testing.T) {
+	var d Differ
+	// As an etcd key's object: the value known and indexed, the object
+	// indexed too (Members), so that the walks read both Indexes.
+	indexed := func(v []byte) *Doc {
+		_, x, err := AppendCompactIndexed(nil, v)
+		if err != nil {
+			x = nil
+		}
+		pre := fmt.Sprintf(`{"first":%d,"key":"k","value":`, len(v))
+		d := NewIndexed([]byte(pre+string(v)+fmt.Sprintf(`,"version":%d}`, len(v))), "value", len(pre), len(pre)+len(v), x)
+		if _, mx, err := AppendCompactIndexed(nil, d.JSON()); err == nil {
+			d.SetMembers(mx)
+		}
+		return d
+	}
+	for seed := range int64(5000) {
+		r := rand.New(rand.NewSource(seed))
+		a := genJV(r, 0)
+		b := mutate(r, a, 0)
+		var ea, eb strings.Builder
+		encodeOrdered(r, a, &ea, seed%2 == 0)
+		encodeOrdered(r, b, &eb, seed%2 == 0)
+		for _, mk := range []func([]byte) *Doc{New, indexed} {
+			da, db := mk([]byte(ea.String())), mk([]byte(eb.String()))
+			want := Diff(da, db)
+			if diff := cmp.Diff(want, d.Diff(da, db)); diff != "" {
+				t.Fatalf("Diff(%s, %s), reused (-new +reused):\n%s", ea.String(), eb.String(), diff)
+			}
+		}
+	}
+}
+
 func TestDiffCases(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
