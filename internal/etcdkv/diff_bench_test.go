@@ -9,14 +9,6 @@ import (
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
-// BenchmarkDiffKeyValue diffs two states of a key as key prints them (its
-// Doc, the value indexed), a node record whose heartbeat moved: what the
-// encoder does for every update it prints. The records are those of
-// bench/compare's shapes: a bare record of about 200 B, and one of about
-// 600 B whose status holds more after the heartbeat.
-//
-//	go test -run '^$' -bench DiffKeyValue ./internal/etcdkv
-//
 // benchValues are node records of about 200 B and 600 B, as the live
 // rows of bench/compare write them; TS is the status timestamp.
 var benchValues = []struct{ name, value string }{
@@ -30,6 +22,13 @@ var benchValues = []struct{ name, value string }{
 		`"labels":{"pairs":[{"key":"topology.kubernetes.io/zone","value":"zone-a"}]}}`},
 }
 
+// BenchmarkDiffKeyValue diffs two states of a key as key prints them (its
+// Doc, the value indexed), a node record whose heartbeat moved: what the
+// encoder does for every update it prints. The records are those of
+// bench/compare's shapes: a bare record of about 200 B, and one of about
+// 600 B whose status holds more after the heartbeat.
+//
+//	go test -run '^$' -bench DiffKeyValue ./internal/etcdkv
 func BenchmarkDiffKeyValue(b *testing.B) {
 	for _, c := range benchValues {
 		b.Run(c.name, func(b *testing.B) {

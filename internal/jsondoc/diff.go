@@ -60,7 +60,8 @@ type pair struct {
 // A walker steps through the members of an object in document order:
 // from the object's Index when it has one, else by scanning, reading past
 // the known member's value (b[known:end], whose Index is sub) without
-// scanning it; either way the known member's value comes with sub. next leaves the member it reached in key, val and vx.
+// scanning it; either way the known member's value comes with sub. next
+// leaves the member it reached in key, val and vx.
 type walker struct {
 	b          []byte
 	x          Index

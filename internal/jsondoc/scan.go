@@ -37,9 +37,7 @@ func Plain(s []byte) bool {
 	// body assembles each word from eight.
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		w := binary.LittleEndian.Uint64(s[i:])
-		d := w ^ (ones * 0x7f) // DEL
-		if stops(w)|w&highs|(d-ones)&^d&highs != 0 {
+		if notPlain(binary.LittleEndian.Uint64(s[i:])) != 0 {
 			return false
 		}
 	}
@@ -54,8 +52,7 @@ func plainLen[S ~string | ~[]byte](s S) int {
 	for ; i+8 <= len(s); i += 8 {
 		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		d := w ^ (ones * 0x7f) // DEL
-		if m := stops(w) | w&highs | (d-ones)&^d&highs; m != 0 {
+		if m := notPlain(w); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -75,6 +72,13 @@ const (
 // stops marks, in the high bit of each byte of w, the bytes that are a
 // quote, a backslash or below 0x20. A byte's mark can be wrong only above
 // a true one (the subtraction's borrow), so the lowest mark is exact.
+// notPlain marks, as stops does, the bytes of w that a JSON string does
+// not hold as they are: stops, DEL and bytes beyond ASCII.
+func notPlain(w uint64) uint64 {
+	d := w ^ (ones * 0x7f) // DEL
+	return stops(w) | w&highs | (d-ones)&^d&highs
+}
+
 func stops(w uint64) uint64 {
 	q := w ^ (ones * '"')
 	b := w ^ (ones * '\\')
