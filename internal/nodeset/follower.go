@@ -1,7 +1,6 @@
 package nodeset
 
 import (
-	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -80,9 +79,10 @@ type Follower struct {
 	set     *Set
 	batches int
 	synced  bool
-	scratch []Change // Apply's, between batches empty
-	order   []int32  // Apply's, positions in a batch
-	dead    []any    // Apply's, with Recycle: the objects it frees
+	scratch []Change  // Apply's, between batches empty
+	order   []int32   // Apply's, positions in a batch
+	leading []leading // Apply's, sortByID's
+	dead    []any     // Apply's, with Recycle: the objects it frees
 }
 
 // NewFollower returns a Follower with an empty set.
@@ -184,12 +184,7 @@ func (f *Follower) latest(b Batch) []Change {
 		order = append(order, int32(i))
 	}
 	if !slices.IsSortedFunc(cs, byID) {
-		slices.SortFunc(order, func(a, b int32) int {
-			if c := strings.Compare(cs[a].ID, cs[b].ID); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
+		f.leading = sortByID(cs, order, f.leading)
 	}
 	f.order = order
 	out := f.scratch[:0]
@@ -236,8 +231,8 @@ func (f *Follower) release() {
 	if cap(f.dead) > maxScratch {
 		f.dead = nil
 	}
-	if cap(f.scratch) > maxScratch || cap(f.order) > maxScratch {
-		f.scratch, f.order = nil, nil
+	if cap(f.scratch) > maxScratch || cap(f.order) > maxScratch || cap(f.leading) > maxScratch {
+		f.scratch, f.order, f.leading = nil, nil, nil
 		return
 	}
 	clear(f.scratch)
