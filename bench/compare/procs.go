@@ -361,13 +361,21 @@ func (f *follower) waitFor(marker string, d time.Duration) error {
 	return nil
 }
 
-// stop interrupts the process and returns its usage.
+// stop interrupts the process and returns its usage. A process still
+// running stopWait after the interrupt is killed, and said so on stderr:
+// once, a run of the live rows waited for ever on an etcdctl watch that
+// did not end on SIGINT.
 func (f *follower) stop() (usage, error) {
 	// Its peak RSS is read before it ends: ru_maxrss would be at least
 	// this process's own, carried over the exec (see measuredMain).
 	peak, hwmErr := hwm(f.cmd.Process.Pid)
 	f.cmd.Process.Signal(syscall.SIGINT)
+	kill := time.AfterFunc(stopWait, func() {
+		fmt.Fprintf(os.Stderr, "%s: still running %v after SIGINT; killed\n", f.name, stopWait)
+		f.cmd.Process.Kill()
+	})
 	u, err := finish(f.cmd, f.start)
+	kill.Stop()
 	u.maxRSS = peak
 	if err == nil && hwmErr != nil {
 		err = hwmErr
@@ -380,6 +388,9 @@ func (f *follower) stop() (usage, error) {
 	}
 	return u, err
 }
+
+// stopWait is how long stop waits for a process to end on SIGINT.
+const stopWait = 30 * time.Second
 
 func asExit(err error, ee **exec.ExitError) bool {
 	e, ok := err.(*exec.ExitError)
