@@ -23,9 +23,10 @@ type leading struct {
 // comparing the strings would read the beginning again at each of the
 // batch's n·log n comparisons, from ids spread over the heap. Eight bytes
 // padded with zeros order as the strings do, but for a tie, which
-// compares the strings. In a batch of 50 changes, as one transaction
-// brings them, the follower's work fell by a quarter
-// (BenchmarkFollowerTxn50, counted in instructions).
+// compares the strings. On a batch of 50 changes in random order, as one
+// transaction brings them, the follower's instructions fell by 6%
+// (BenchmarkFollowerTxn50, make bench-instructions), and sorting was 6% of
+// row 3's profile in transactions of 200 B records (BENCHMARKS.md).
 func sortByID(cs []Change, order []int32, scratch []leading) []leading {
 	if len(order) < 2 {
 		return scratch
