@@ -77,7 +77,10 @@ type Watcher struct {
 	// of Decode, given the object last decoded from a watch event for the
 	// same key (never nil; see change), which it may read to decode faster
 	// (Rules.Decoders); it must decode exactly as Decode does.
-	// Listings use Decode, so that `--once` keeps nothing for it.
+	// Listings use Decode, so that `--once` keeps nothing for it. The
+	// watcher keeps that object, and shares a *jsondoc.Doc with whoever
+	// it hands it on to (jsondoc.Doc.Share): it frees its own hold once
+	// the key's next event replaces it.
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
 	// ID turns a key into the id of its object. Nil uses the key.
 	ID func(key string) string
@@ -659,6 +662,7 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Chan
 	ks := w.keyState(kv.Key)
 	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
+		ks.keep(nil)
 		delete(w.keys, string(kv.Key))
 		return c, true
 	}
@@ -679,12 +683,12 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Chan
 	}
 	if err != nil {
 		w.logf("skipping %q at rev %d: %v", kv.Key, kv.ModRevision, err)
-		ks.last = nil
+		ks.keep(nil)
 		c.Undecodable = true
 		return c, true
 	}
 	if large { // an event: Run's, which keeps ks
-		ks.last = obj
+		ks.keep(obj)
 	} else if d, ok := obj.(*jsondoc.Doc); ok {
 		d.Give() // nothing here keeps it
 	}
@@ -701,6 +705,18 @@ type keyState struct {
 	// last is, with DecodeFrom, the key's object of its last watch
 	// event of fromMin bytes or more.
 	last any
+}
+
+// keep makes obj the key's last object (nil: none), shared with the
+// view (jsondoc.Doc.Share), and lets go of the one before: whichever of
+// the watcher and the view lets go of an object last frees it, for the
+// next to be made from.
+func (ks *keyState) keep(obj any) {
+	jsondoc.Free(ks.last)
+	if d, ok := obj.(*jsondoc.Doc); ok {
+		d.Share()
+	}
+	ks.last = obj
 }
 
 // keyState returns key's state in w.keys, made if it is new; outside

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 )
 
 // Doc is a JSON value kept as its compact encoding. Its tree (what jq
@@ -30,8 +31,10 @@ type Doc struct {
 	// inline holds index when it fits: a record's object and its Index
 	// in one allocation, and one place in memory.
 	inline [InlineIndex]uint16
-	// given: its maker keeps no reference to it (Give).
-	given bool
+	// holds is how many holders must Free it before its memory is
+	// made into another Doc: 0 if its maker did not give it (Give,
+	// Share), and then it never is.
+	holds atomic.Int32
 	// members[:nmembers] is the Index of d's own object, when its maker
 	// gave one (SetMembers): the Differ walks it without reading the
 	// values of members other than the known one.
@@ -65,7 +68,17 @@ func NewIndexed(b []byte, name string, start, end int, x Index) *Doc {
 // encoding: whoever it hands d to, and who holds the last reference to
 // it, may Free it. It returns d.
 func (d *Doc) Give() *Doc {
-	d.given = true
+	d.holds.Store(1)
+	return d
+}
+
+// Share is Give for a maker that keeps a reference of its own: d's
+// memory is made into another Doc only once both the last holder of what
+// it handed on and the maker have called Free. (The etcd watcher keeps a
+// key's last object of a large value, to decode the next one from.) The
+// two may call Free from two goroutines. It returns d.
+func (d *Doc) Share() *Doc {
+	d.holds.Store(2)
 	return d
 }
 
@@ -81,9 +94,16 @@ func (d *Doc) Give() *Doc {
 // old one, once an update or a deletion printed it): made again from the
 // same memory, the next objects cost no allocation, and the memory is
 // still in cache.
+//
+// Of a Doc that its maker shares (Share), each holder calls Free once:
+// the last call frees it.
 func Free(v any) {
 	d, ok := v.(*Doc)
-	if !ok || !d.given || cap(d.json) > maxFree {
+	if !ok || d.holds.Load() == 0 || d.holds.Add(-1) > 0 {
+		return
+	}
+	pool := poolFor(cap(d.json))
+	if pool == nil {
 		return
 	}
 	b := d.json
@@ -91,7 +111,7 @@ func Free(v any) {
 		rest = rest[copy(rest, freedBytes[:]):]
 	}
 	*d = Doc{json: b[:0]}
-	docs.Put(d)
+	pool.Put(d)
 }
 
 // freed is what Free overwrites an encoding with: no JSON starts with it.
@@ -105,13 +125,28 @@ var freedBytes = func() (b [512]byte) {
 	return b
 }()
 
-// maxFree is the largest encoding whose memory Free keeps (a size class
-// of the allocator): larger values are rare, and one kept in the pool
-// would hold its memory for a small one.
-const maxFree = 2048
+// freeClasses are the largest buffers of each pool of freed Docs: a
+// Doc is made from one of its own class, so that a small record does not
+// hold the memory of a large one. maxFree, the last, is the largest
+// encoding whose memory Free keeps: larger values are rare.
+var freeClasses = [...]int{2 << 10, 8 << 10, maxFree}
 
-// docs holds the Docs that Free gave back, their buffers with them.
-var docs sync.Pool
+const maxFree = 32 << 10
+
+// docs holds the Docs that Free gave back, their buffers with them, by
+// class (freeClasses).
+var docs [len(freeClasses)]sync.Pool
+
+// poolFor returns the pool of Docs whose buffers are of n bytes'
+// capacity, and of BlankFor(n); nil past maxFree.
+func poolFor(n int) *sync.Pool {
+	for i, top := range freeClasses {
+		if n <= top {
+			return &docs[i]
+		}
+	}
+	return nil
+}
 
 // BlankFor returns a Doc for its Indexed method to make, a buffer of at
 // least n bytes' capacity for its encoding, and an empty Index backed by
@@ -120,14 +155,16 @@ var docs sync.Pool
 // next to the Doc in memory. The Doc and the buffer are one that was
 // freed (Free), when there is one.
 func BlankFor(n int) (*Doc, Index, []byte) {
-	if v := docs.Get(); v != nil {
-		d := v.(*Doc)
-		b := d.json
-		d.json = nil
-		if cap(b) < n {
-			b = make([]byte, 0, n)
+	if pool := poolFor(n); pool != nil {
+		if v := pool.Get(); v != nil {
+			d := v.(*Doc)
+			b := d.json
+			d.json = nil
+			if cap(b) < n {
+				b = make([]byte, 0, n)
+			}
+			return d, d.inline[:0], b
 		}
-		return d, d.inline[:0], b
 	}
 	d := new(Doc)
 	return d, d.inline[:0], make([]byte, 0, n)

@@ -2,6 +2,8 @@ package jsondoc
 
 import (
 	"bytes"
+	"runtime/debug"
+	"sync"
 	"testing"
 )
 
@@ -29,5 +31,67 @@ func TestFree(t *testing.T) {
 	Free(big)
 	if len(big.JSON()) != maxFree+1 {
 		t.Fatal("a Doc larger than maxFree was freed")
+	}
+}
+
+// TestFreeShared: a Doc its maker shares is freed by the second Free,
+// from whichever goroutine calls it last; the first leaves it whole.
+func TestFreeShared(t *testing.T) {
+	for range 200 {
+		d, _, b := BlankFor(64)
+		d.Indexed(append(b, `{"b":2}`...), "b", 5, 6, nil).Share()
+		json := d.JSON()
+		Free(d)
+		if string(json) != `{"b":2}` {
+			t.Fatalf("a shared Doc was freed by its first Free: %q", json)
+		}
+		done := make(chan struct{})
+		go func() { Free(d); close(done) }()
+		<-done
+		if !bytes.Equal(json, []byte("#######")) {
+			t.Fatalf("a shared Doc freed twice reads %q", json)
+		}
+	}
+	// Both at once: one of them frees it.
+	for range 200 {
+		d, _, b := BlankFor(64)
+		d.Indexed(append(b, `{"b":2}`...), "b", 5, 6, nil).Share()
+		json := d.JSON()
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { Free(d) })
+		}
+		wg.Wait()
+		if !bytes.Equal(json, []byte("#######")) {
+			t.Fatalf("a shared Doc freed by two goroutines reads %q", json)
+		}
+	}
+}
+
+// TestFreeClasses: a freed buffer of a large record makes the next large
+// one, and not a small one, which would hold its memory.
+func TestFreeClasses(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection empties the pools
+	for _, n := range []int{3 << 10, 6 << 10, 20 << 10} {
+		// A pool may drop what it is given (always a quarter of it
+		// under the race detector), or keep it where another P looks
+		// last: it is tried until once the buffer comes back.
+		reused := false
+		for try := 0; try < 40 && !reused; try++ {
+			d, _, b := BlankFor(n)
+			d.Indexed(append(b, `{"b":2}`...), "b", 5, 6, nil).Give()
+			Free(d)
+			if _, _, small := BlankFor(100); cap(small) > freeClasses[0] {
+				t.Fatalf("%d B: a blank Doc for 100 bytes took a buffer of %d", n, cap(small))
+			}
+			_, _, again := BlankFor(n)
+			if cap(again) < n {
+				t.Fatalf("%d B: a blank Doc with room for %d bytes", n, cap(again))
+			}
+			reused = &again[:1][0] == &b[:1][0]
+		}
+		if !reused {
+			t.Fatalf("%d B: a freed buffer never made the next Doc of its size", n)
+		}
 	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/replay"
+)
+
+// TestKeyLargeValuesFreed: `key` over random transactions of puts and
+// deletes, with values below and above the size from which the watcher
+// decodes a value from its key's last object (which it then shares with
+// the view: whichever lets go of it last frees it, and the next object is
+// made from its memory), and above the largest that is freed at all.
+// Records go in and out of the filter, are put again unchanged, and are
+// not JSON. Every line keeps the stream's rules (an update's prev is what
+// was printed last for its id; the replay checker), none holds a byte of
+// a freed object, and the stream, replayed, is etcd's state at the end.
+// A watcher that let go of a shared object twice, or gave it instead of
+// sharing it, frees an object the view still holds, and the view prints
+// another record's bytes, or a freed one's.
+func TestKeyLargeValuesFreed(t *testing.T) {
+	t.Parallel()
+	ep, c := etcdtest.StartWith(t)
+	const filter = `.value | type != "object" or .state != "GONE"`
+	p := start(t, "key", "--etcd", ep, "--prefix", "/big/", "--filter", filter)
+	view := &replay.Checker{Revs: true}
+	read := func(until string) {
+		for {
+			l := p.next(t)
+			if strings.Contains(l, "#") {
+				t.Fatalf("a freed object printed: %.300s", l)
+			}
+			replayLine(t, view, l)
+			if strings.HasPrefix(l, `{"type":"batch_done"`) && (until == "" || strings.Contains(until, "done")) {
+				return
+			}
+			if until != "" && strings.Contains(l, until) {
+				until = "done"
+			}
+		}
+	}
+	read("") // the initial batch: nothing
+
+	rng := rand.New(rand.NewPCG(23, 5))
+	sizes := []int{300, 900, 1100, 3000, 9000, 40000}
+	states := []string{"UP", "DOWN", "GONE"}
+	const keys = 16
+	last := map[int]string{}
+	value := func(k int) string {
+		if rng.IntN(12) == 0 {
+			return fmt.Sprintf("not JSON, key %d", k)
+		}
+		if v, ok := last[k]; ok && rng.IntN(6) == 0 {
+			return v // put again unchanged
+		}
+		return fmt.Sprintf(`{"id":"k%02d","state":"%s","beat":%d,"labels":{"a":"%s","b":"%d"}}`,
+			k, states[rng.IntN(len(states))], rng.IntN(1000), strings.Repeat("x", sizes[rng.IntN(len(sizes))]), rng.IntN(3))
+	}
+	ctx := context.Background()
+	for range 500 {
+		var ops []clientv3.Op
+		seen := map[int]bool{}
+		for range 1 + rng.IntN(6) {
+			k := rng.IntN(keys)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			key := fmt.Sprintf("/big/k%02d", k)
+			if rng.IntN(10) == 0 {
+				ops = append(ops, clientv3.OpDelete(key))
+				delete(last, k)
+				continue
+			}
+			v := value(k)
+			last[k] = v
+			ops = append(ops, clientv3.OpPut(key, v))
+		}
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcdtest.Put(t, c, "/big/zz-end", `{"state":"UP"}`)
+	read(`"id":"/big/zz-end"`)
+
+	resp, err := c.Get(ctx, "/big/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without --equals, a value put again unchanged prints nothing: the
+	// view keeps the revisions it printed. Values are compared.
+	want := 0
+	for _, kv := range resp.Kvs {
+		d, err := etcdkv.Object(kv, etcdkv.ValueAuto, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj struct{ Value any }
+		json.Unmarshal(d.JSON(), &obj)
+		if v, ok := obj.Value.(map[string]any); ok && v["state"] == "GONE" {
+			continue
+		}
+		want++
+		got, ok := view.Get(string(kv.Key))
+		if !ok {
+			t.Fatalf("%s: not in the stream, replayed; etcd has %s", kv.Key, d.JSON())
+		}
+		gv, _ := json.Marshal(got.(map[string]any)["value"])
+		wv, _ := json.Marshal(obj.Value)
+		if string(gv) != string(wv) {
+			t.Fatalf("%s: the stream, replayed, has the value %s; etcd %s", kv.Key, gv, wv)
+		}
+	}
+	if view.Len() != want {
+		t.Fatalf("the stream, replayed, has %d records; etcd %d of interest", view.Len(), want)
+	}
+	if view.Events() < 300 {
+		t.Fatalf("only %d events: the test tests little", view.Events())
+	}
+}
