@@ -80,7 +80,8 @@ type Watcher struct {
 	// Listings use Decode, so that `--once` keeps nothing for it. The
 	// watcher keeps that object, and shares a *jsondoc.Doc with whoever
 	// it hands it on to (jsondoc.Doc.Share): it frees its own hold once
-	// the key's next event replaces it.
+	// the key's next event replaces it. So DecodeFrom must return a new
+	// object that shares no memory with ref, as ObjectFrom does.
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
 	// ID turns a key into the id of its object. Nil uses the key.
 	ID func(key string) string
@@ -712,10 +713,13 @@ type keyState struct {
 // the watcher and the view lets go of an object last frees it, for the
 // next to be made from.
 func (ks *keyState) keep(obj any) {
-	jsondoc.Free(ks.last)
 	if d, ok := obj.(*jsondoc.Doc); ok {
+		if last, _ := ks.last.(*jsondoc.Doc); d == last {
+			return // not DecodeFrom's (see there), but never a Doc freed as it is handed on
+		}
 		d.Share()
 	}
+	jsondoc.Free(ks.last)
 	ks.last = obj
 }
 

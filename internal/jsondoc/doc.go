@@ -84,8 +84,9 @@ func (d *Doc) Share() *Doc {
 
 // Free gives v's memory back, for BlankFor to make another Doc with, if
 // v is a Doc that its maker gave (Give) and not too large to keep; it
-// does nothing with any other v. The caller must hold the last reference
-// to v: a Doc freed is reused. Its encoding is overwritten at once, so
+// does nothing with any other v. The caller must keep no reference to v
+// after the call, and have held the only one (Give) or one of two
+// (Share): a Doc freed is reused. Its encoding is overwritten at once, so
 // that a reference left by mistake reads what is no JSON at all rather
 // than another record.
 //

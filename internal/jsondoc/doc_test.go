@@ -71,6 +71,14 @@ func TestFreeShared(t *testing.T) {
 // TestFreeClasses: a freed buffer of a large record makes the next large
 // one, and not a small one, which would hold its memory.
 func TestFreeClasses(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		pool *sync.Pool
+	}{{1, &docs[0]}, {2048, &docs[0]}, {2049, &docs[1]}, {8192, &docs[1]}, {8193, &docs[2]}, {32768, &docs[2]}, {32769, nil}} {
+		if poolFor(c.n) != c.pool {
+			t.Errorf("poolFor(%d) is not the pool of its class", c.n)
+		}
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection empties the pools
 	for _, n := range []int{3 << 10, 6 << 10, 20 << 10} {
 		// A pool may drop what it is given (always a quarter of it
@@ -83,6 +91,9 @@ func TestFreeClasses(t *testing.T) {
 			Free(d)
 			if _, _, small := BlankFor(100); cap(small) > freeClasses[0] {
 				t.Fatalf("%d B: a blank Doc for 100 bytes took a buffer of %d", n, cap(small))
+			}
+			if _, _, smaller := BlankFor(n / 4); n > 8<<10 && cap(smaller) > 8<<10 {
+				t.Fatalf("%d B: a blank Doc for %d bytes took a buffer of %d", n, n/4, cap(smaller))
 			}
 			_, _, again := BlankFor(n)
 			if cap(again) < n {

@@ -73,7 +73,8 @@ type Follower struct {
 	// objects that it took out of the view or kept out of it: those it
 	// replaced, deleted, or found equal or not of interest. Only for an
 	// emit that keeps nothing of an event past its call, over sources
-	// that keep nothing of what they hand on (jsondoc.Doc.Give).
+	// that keep nothing of what they hand on (jsondoc.Doc.Give), or
+	// count their own hold (jsondoc.Doc.Share).
 	Recycle bool
 
 	set     *Set

@@ -53,9 +53,9 @@ func ids(cs []Change) []string {
 	return out
 }
 
-// TestSortByIDNumberAlone is the model's own check: orderings that
-// break the rule fail it. Here, a sort by the number alone (a tie left
-// unbroken) and a shared beginning one byte too long.
+// TestSortByIDNumberAlone: ids that tie on the number (a shorter id
+// padded with zeros, ids that differ past the eight bytes) order as the
+// strings do, and a sort by the number alone would not order them so.
 func TestSortByIDNumberAlone(t *testing.T) {
 	cs := []Change{{ID: "/n/abcdefgh2"}, {ID: "/n/abcdefgh1"}, {ID: "/n/b"}, {ID: "/n/a\x00"}, {ID: "/n/a"}}
 	order := []int32{0, 1, 2, 3, 4}
