@@ -44,18 +44,18 @@ func largeValuesRun(t *testing.T, mode string) {
 	const filter = `.value | type != "object" or .state != "GONE"`
 	p := start(t, "key", "--etcd", ep, "--prefix", "/big/", "--value", mode, "--filter", filter)
 	view := &replay.Checker{Revs: true}
-	read := func(until string) {
-		for {
+	// read reads the lines up to the batch_done after one that holds
+	// marker ("": the next batch_done).
+	read := func(marker string) {
+		for seen := false; ; {
 			l := p.next(t)
 			if strings.Contains(l, "#") {
 				t.Fatalf("a freed object printed: %.300s", l)
 			}
 			replayLine(t, view, l)
-			if strings.HasPrefix(l, `{"type":"batch_done"`) && (until == "" || until == "done") {
+			seen = seen || strings.Contains(l, marker)
+			if seen && strings.HasPrefix(l, `{"type":"batch_done"`) {
 				return
-			}
-			if until != "" && strings.Contains(l, until) {
-				until = "done"
 			}
 		}
 	}
