@@ -190,7 +190,10 @@ func (d *Doc) Indexed(b []byte, name string, start, end int, x Index) *Doc {
 }
 
 // SetMembers records x, the Index of d's object as its maker wrote it
-// (at most 8 members; a larger x is not kept), and returns d.
+// (at most 8 members; a larger x is not kept), and returns d. The maker
+// promises that the keys are its own: plain ASCII (no escapes), each given
+// once, in ascending byte order; the Differ pairs the members of two such
+// objects by position (etcdkv.ObjectFrom's keys are fixed names).
 func (d *Doc) SetMembers(x Index) *Doc {
 	if len(x) <= len(d.members) {
 		d.nmembers = uint8(copy(d.members[:], x))

@@ -35,9 +35,9 @@ func (x Index) Field(obj []byte, key string) ([]byte, bool) {
 // spans: a key that begins with other plain bytes, or with key's and not
 // then a quote, is another (an escape makes at least one character).
 // Bytes that may be an escape or beyond ASCII leave it to keyIs.
-func keyAt(obj []byte, ks int, key string) keyAnswer {
+func keyAt[S ~string | ~[]byte](obj []byte, ks int, key S) keyAnswer {
 	r := obj[ks+1:]
-	if len(r) > len(key) && string(r[:len(key)]) == key {
+	if len(r) > len(key) && string(r[:len(key)]) == string(key) {
 		if r[len(key)] == '"' {
 			return isKey
 		}
