@@ -21,7 +21,8 @@ benches=(
 	"internal/etcdkv ObjectFrom/200B"
 	"internal/etcdkv ObjectFrom/600B"
 	"internal/etcdkv DiffKeyValue/200B"
-	"internal/etcdkv DiffKeyValue/600B"
+	"internal/etcdkv DiffKeyValue/600B$"
+	"internal/etcdkv DiffKeyValue/600B-two"
 	"internal/nodeset FollowerTxn50$"
 	"internal/watch ChangeTxn50Filter$"
 )

@@ -316,6 +316,13 @@ func TestDiffCases(t *testing.T) {
 		// in b.
 		{`{"k":"ab"}`, `{"k":"a","z":"b"}`, []Path{{"k"}, {"z"}}},
 		{`{"s":{"k":"ab"},"t":1}`, `{"s":{"k":"a","z":"b"},"t":1}`, []Path{{"s", "k"}, {"s", "z"}}},
+		// Over several members of an inner object: their keys must
+		// pair up, and none that differs may be given again after them
+		// (the last counts), spelt as it is or with an escape.
+		{`{"s":{"a":1,"b":2},"t":0}`, `{"s":{"a":5,"c":2},"t":0}`, []Path{{"s", "a"}, {"s", "b"}, {"s", "c"}}},
+		{`{"s":{"a":1,"b":2,"b":2},"t":0}`, `{"s":{"a":5,"b":3,"b":2},"t":0}`, []Path{{"s", "a"}}},
+		{`{"s":{"a":1,"b":2,"\u0062":2},"t":0}`, `{"s":{"a":5,"b":3,"\u0062":2},"t":0}`, []Path{{"s", "a"}}},
+		{`{"s":{"a":1,"b":2,"c":3},"t":0}`, `{"s":{"a":5,"b":2,"c":4},"t":0}`, []Path{{"s", "a"}, {"s", "c"}}},
 	} {
 		if got := Diff(New([]byte(c.a)), New([]byte(c.b))); !cmp.Equal(c.want, got) {
 			t.Errorf("Diff(%s, %s) = %v, want %v", c.a, c.b, got, c.want)

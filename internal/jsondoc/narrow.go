@@ -59,9 +59,10 @@ func (d *Differ) narrow(a, b []byte, xa Index) bool {
 			ok = plainASCII(key) && !d.twice(a[:oe], o, k, ve, key, xa)
 		}
 		if !ok || ea > ve {
-			// Not inside one member's value: the walk diffs this
-			// level's objects, whole in both (the root's caller does).
-			found := o > 0 && d.whole(a, b, o, oe)
+			// Not inside one member's value: from the member where the
+			// window starts, if it is over several, else whole, the walk
+			// diffs this level's objects (the root's caller does).
+			found := o > 0 && (ok && d.spread(a, b, ks, oe, ea) || d.whole(a, b, o, oe))
 			d.path = d.path[:depth]
 			return found
 		}
@@ -91,6 +92,49 @@ func (d *Differ) whole(a, b []byte, o, oe int) bool {
 	}
 	d.diff(a[o:oe], b[o:len(b)-(len(a)-oe)], nil, nil)
 	return true
+}
+
+// spread diffs the objects that a[:oe] and b end in, whose members up to
+// the one whose key starts at a[ks] (and b[ks]) are the same, and which
+// differ from it up to a[ea], past its value: the members from there are
+// walked in a and b together until what is left of a is what is left of b
+// (past ea, as far from the end of each), and the members that differ are
+// diffed in key order, as the walk does. It returns false, having found
+// nothing, if the members walked differ in their keys or their order, or
+// a key that differs may be given again (as pairwise and twice say). The
+// caller has checked with twice the key of the member at a[ks].
+func (d *Differ) spread(a, b []byte, ks, oe, ea int) bool {
+	depth := len(d.path)
+	for len(d.pairs) <= depth {
+		d.pairs = append(d.pairs, make([]pair, 0, 4))
+	}
+	wa, wb := walker{b: a, i: ks}, walker{b: b, i: ks}
+	diffs, seen := d.pairs[depth][:0], d.seen[:0]
+	for wa.i < ea || len(a)-wa.i != len(b)-wb.i {
+		if !wa.next() || !wb.next() {
+			return false // an object ended inside the window
+		}
+		key := wa.key[1 : len(wa.key)-1]
+		if !bytes.Equal(wa.key, wb.key) || !plainASCII(key) {
+			return false
+		}
+		if !bytes.Equal(wa.val, wb.val) {
+			diffs = append(diffs, pair{key: key, a: wa.val, b: wb.val})
+		}
+		seen = append(seen, key)
+	}
+	// The members after those walked, the same in a and b, must not give
+	// a key that differs again. (They hold no escape: twice found none
+	// after the first member walked.)
+	rest := a[wa.i:oe]
+	for _, p := range diffs {
+		d.needle = append(append(append(d.needle[:0], '"'), p.key...), '"', ':')
+		if bytes.Contains(rest, d.needle) {
+			return false
+		}
+	}
+	d.seen = seen
+	return d.descend(diffs, seen)
 }
 
 // holder finds the member of the object at a[o] whose value holds a[p]:
