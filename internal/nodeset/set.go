@@ -1,28 +1,43 @@
 package nodeset
 
-import "github.com/google/btree"
+import (
+	"slices"
+	"strings"
+)
 
 // entry is one object the follower has printed.
 type entry struct {
-	id  string
-	obj any
+	id   string
+	obj  any
+	gone bool // deleted since the Set last put its entries in order
 }
 
-func lessEntry(a, b *entry) bool { return a.id < b.id }
+func byEntryID(a, b *entry) int { return strings.Compare(a.id, b.id) }
 
 // Set is a set of objects ordered by id (byte-wise, as etcd orders keys).
-// Lookups cost O(1), inserts and deletes O(log n). The zero value is not
-// usable; call NewSet. A Set is not safe for concurrent use.
+// The zero value is not usable; call NewSet. A Set is not safe for
+// concurrent use.
+//
+// Lookups, updates, inserts and deletes cost O(1): the follower meets
+// every change's id, and a filter makes an id come and go whenever its
+// object stops or starts matching. Order is needed far less often (a
+// full batch, --until and --each, serve's backlog), so it is made when
+// asked for: Ascend sorts what was inserted since the last time and merges
+// it in, O(n + k log k) for k inserts. So that the pending inserts and
+// deletes hold no memory without bound when nothing asks, they are merged
+// in once they outnumber half the set (O(log n) a change, amortised).
 type Set struct {
-	tree *btree.BTreeG[*entry]
-	// byID finds an entry without walking the tree: the follower looks
-	// up every change's id, and most changes update an object in place.
 	byID map[string]*entry
+	// order is the entries in id order as of the last merge, some of
+	// them gone since; added is the entries inserted since, in no order
+	// (some gone too). gone counts the gone entries in both.
+	order, added []*entry
+	gone         int
 }
 
 // NewSet returns an empty Set.
 func NewSet() *Set {
-	return &Set{tree: btree.NewG(32, lessEntry), byID: map[string]*entry{}}
+	return &Set{byID: map[string]*entry{}}
 }
 
 // Len returns the number of objects in the set.
@@ -52,7 +67,8 @@ func (s *Set) Put(id string, obj any) {
 	}
 	e := &entry{id: id, obj: obj}
 	s.byID[id] = e
-	s.tree.ReplaceOrInsert(e)
+	s.added = append(s.added, e)
+	s.settle()
 }
 
 // Delete removes id from the set; it is a no-op if id is absent.
@@ -62,11 +78,55 @@ func (s *Set) Delete(id string) {
 		return
 	}
 	delete(s.byID, id)
-	s.tree.Delete(e)
+	e.gone, e.obj = true, nil
+	s.gone++
+	s.settle()
+}
+
+// settle merges the pending inserts and deletes once they outnumber half
+// the set.
+func (s *Set) settle() {
+	if pending := len(s.added) + s.gone; pending > 64 && pending > len(s.byID)/2 {
+		s.merge()
+	}
 }
 
 // Ascend calls fn for every object in ascending id order until fn returns
-// false.
+// false. fn must not modify the set.
 func (s *Set) Ascend(fn func(id string, obj any) bool) {
-	s.tree.Ascend(func(e *entry) bool { return fn(e.id, e.obj) })
+	s.merge()
+	for _, e := range s.order {
+		if !fn(e.id, e.obj) {
+			return
+		}
+	}
+}
+
+// merge puts the entries in order: those of order that are not gone,
+// and those added, sorted, merged in.
+func (s *Set) merge() {
+	if len(s.added) == 0 && s.gone == 0 {
+		return
+	}
+	added := slices.DeleteFunc(s.added, func(e *entry) bool { return e.gone })
+	slices.SortFunc(added, byEntryID)
+	kept := slices.DeleteFunc(s.order, func(e *entry) bool { return e.gone })
+	// Merged from the back, into order's array grown to hold both.
+	n := len(kept) + len(added)
+	out := slices.Grow(kept, len(added))[:n]
+	i, j := len(kept)-1, len(added)-1
+	for k := n - 1; j >= 0; k-- {
+		if i >= 0 && out[i].id > added[j].id {
+			out[k] = out[i]
+			i--
+		} else {
+			out[k] = added[j]
+			j--
+		}
+	}
+	clear(s.added[:cap(s.added)])
+	s.order, s.added, s.gone = out, s.added[:0], 0
+	if cap(s.order) > 2*len(s.order)+1024 {
+		s.order = slices.Clip(slices.Clone(s.order))
+	}
 }
