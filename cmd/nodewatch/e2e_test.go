@@ -49,7 +49,9 @@ func binary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "nodewatch")
-		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, ".").CombinedOutput()
+		// With nodewatch_poison, freed objects are overwritten whole
+		// (jsondoc.Free), so that a read of one shows in the output.
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-tags", "nodewatch_poison", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 			return

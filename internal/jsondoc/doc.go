@@ -86,9 +86,11 @@ func (d *Doc) Share() *Doc {
 // v is a Doc that its maker gave (Give) and not too large to keep; it
 // does nothing with any other v. The caller must keep no reference to v
 // after the call, and have held the only one (Give) or one of two
-// (Share): a Doc freed is reused. Its encoding is overwritten at once, so
-// that a reference left by mistake reads what is no JSON at all rather
-// than another record.
+// (Share): a Doc freed is reused. Its encoding's first byte is
+// overwritten at once, so that a reference left by mistake to the whole
+// reads what is no JSON at all rather than another record; in the tests'
+// builds (poisonAll), all of it, so that a reference to any part of it
+// does.
 //
 // Nearly every change to a record leaves one object behind as soon as
 // it is applied (the new one, when it is equal or not of interest; the
@@ -108,7 +110,10 @@ func Free(v any) {
 		return
 	}
 	b := d.json
-	for rest := b; len(rest) > 0; {
+	if len(b) > 0 {
+		b[0] = freed
+	}
+	for rest := b; poisonAll && len(rest) > 0; {
 		rest = rest[copy(rest, freedBytes[:]):]
 	}
 	*d = Doc{json: b[:0]}
