@@ -92,7 +92,8 @@ func (s *Set) settle() {
 }
 
 // Ascend calls fn for every object in ascending id order until fn returns
-// false. fn must not modify the set.
+// false. fn must not modify the set. Ascend merges what is pending (see
+// Set), so it is a write, as Put and Delete are.
 func (s *Set) Ascend(fn func(id string, obj any) bool) {
 	s.merge()
 	for _, e := range s.order {
@@ -124,9 +125,13 @@ func (s *Set) merge() {
 			j--
 		}
 	}
-	clear(s.added[:cap(s.added)])
+	clear(s.added) // DeleteFunc cleared what it dropped; this, the rest
 	s.order, s.added, s.gone = out, s.added[:0], 0
+	// Memory a set that shrank no longer needs goes back.
 	if cap(s.order) > 2*len(s.order)+1024 {
 		s.order = slices.Clip(slices.Clone(s.order))
+	}
+	if cap(s.added) > len(s.order)+1024 {
+		s.added = nil
 	}
 }

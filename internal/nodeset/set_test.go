@@ -75,3 +75,21 @@ func TestSetModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSetGivesBackMemory: a set that grew and shrank again holds no
+// arrays sized for what it was, once a walk has merged what is pending.
+func TestSetGivesBackMemory(t *testing.T) {
+	s := NewSet()
+	for i := range 100_000 {
+		s.Put(fmt.Sprintf("id-%06d", i), i)
+	}
+	s.Ascend(func(string, any) bool { return true })
+	for i := range 100_000 {
+		s.Delete(fmt.Sprintf("id-%06d", i))
+	}
+	s.Put("last", 0)
+	s.Ascend(func(string, any) bool { return true })
+	if cap(s.order) > 2*s.Len()+1024 || cap(s.added) > s.Len()+1024 {
+		t.Fatalf("a set of %d holds arrays of %d (order) and %d (added)", s.Len(), cap(s.order), cap(s.added))
+	}
+}
