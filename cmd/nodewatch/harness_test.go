@@ -43,8 +43,16 @@ func start(t *testing.T, args ...string) *proc {
 // startEnv is start with set (if not nil) applied to the run's env.
 func startEnv(t *testing.T, set func(*env), args ...string) *proc {
 	t.Helper()
+	return startHolding(t, 10000, set, args...)
+}
+
+// startHolding is startEnv whose stdout holds up to lines lines that the
+// test has not read: past them, nodewatch's writes block, as to a pipe
+// nobody reads.
+func startHolding(t *testing.T, lines int, set func(*env), args ...string) *proc {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proc{cancel: cancel, lines: make(chan string, 10000), stderr: &testkit.Buffer{}, done: make(chan struct{})}
+	p := &proc{cancel: cancel, lines: make(chan string, lines), stderr: &testkit.Buffer{}, done: make(chan struct{})}
 	out := &lineWriter{lines: p.lines}
 	go func() {
 		defer close(p.done)
