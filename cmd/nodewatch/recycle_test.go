@@ -31,30 +31,40 @@ import (
 // freed one's. In a third run, nothing is read until the end, so that the
 // hand-off merges what the view has not taken: objects the watcher has
 // let go of wait in the queue, and those of changes a later one replaced
-// are dropped there, never reaching the view.
+// are dropped there, never reaching the view. In a fourth, the watcher is
+// cut off halfway, the history it missed compacted, and it lists again:
+// its table of keys, with the objects it shares, is made afresh.
 func TestKeyLargeValuesFreed(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		mode    string
-		stalled bool
-	}{{"auto", false}, {"json", false}, {"auto", true}} {
+		mode            string
+		stalled, resync bool
+	}{{"auto", false, false}, {"json", false, false}, {"auto", true, false}, {"auto", false, true}} {
 		name := c.mode
-		if c.stalled {
+		switch {
+		case c.stalled:
 			name += "-stalled"
+		case c.resync:
+			name += "-resync"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			largeValuesRun(t, c.mode, c.stalled)
+			largeValuesRun(t, c.mode, c.stalled, c.resync)
 		})
 	}
 }
 
-func largeValuesRun(t *testing.T, mode string, stalled bool) {
+func largeValuesRun(t *testing.T, mode string, stalled, resync bool) {
 	ep, c := etcdtest.StartWith(t)
 	const filter = `.value | type != "object" or .state != "GONE"`
 	unread := 10000 // every line of the run
 	if stalled {
 		unread = 1
+	}
+	var proxy *etcdtest.Proxy
+	if resync {
+		proxy = etcdtest.NewProxy(t, ep)
+		ep = proxy.Endpoint
 	}
 	p := startHolding(t, unread, nil, "key", "--etcd", ep, "--prefix", "/big/", "--value", mode, "--filter", filter)
 	view := &replay.Checker{Revs: true}
@@ -97,7 +107,14 @@ func largeValuesRun(t *testing.T, mode string, stalled bool) {
 			k, states[rng.IntN(len(states))], rng.IntN(1000), strings.Repeat("x", sizes[rng.IntN(len(sizes))]), rng.IntN(3))
 	}
 	ctx := context.Background()
-	for range 500 {
+	for i := range 500 {
+		switch {
+		case resync && i == 200:
+			proxy.Cut()
+		case resync && i == 300:
+			etcdtest.Compact(t, c, etcdtest.Put(t, c, "/other", "x"))
+			proxy.Restore()
+		}
 		var ops []clientv3.Op
 		seen := map[int]bool{}
 		for range 1 + rng.IntN(6) {
@@ -162,6 +179,9 @@ func largeValuesRun(t *testing.T, mode string, stalled bool) {
 		t.Fatalf("the stream, replayed, has %d records; the model %d of interest", view.Len(), want)
 	}
 	t.Logf("%d batches, %d events", batches, view.Events())
+	if e := p.stderr.String(); resync && !strings.Contains(e, "compacted") {
+		t.Fatalf("no resync: stderr does not mention the compaction:\n%s", e)
+	}
 	switch {
 	case stalled && batches > 200:
 		t.Fatalf("%d batches for 500 transactions: the hand-off merged too little to test its freeing", batches)
