@@ -176,7 +176,7 @@ func (d *Differ) made(a, b *Doc) bool {
 	out, arena := len(d.out), len(d.arena)
 	for k := range xa {
 		sa, sb := int(xa[k]), int(xb[k])
-		ea, eb := memberEnd(a.json, xa, k), memberEnd(b.json, xb, k)
+		ea, eb := xa.end(a.json, k), xb.end(b.json, k)
 		if bytes.Equal(a.json[sa:ea], b.json[sb:eb]) {
 			continue
 		}
@@ -369,10 +369,7 @@ func (d *Differ) spans(wa, wb *walker) bool {
 	diffs, seen := d.pairs[len(d.path)][:0], d.seen[:0]
 	for k := range xa {
 		sa, sb := int(xa[k]), int(xb[k])
-		ea, eb := len(a)-1, len(b)-1 // the closing brace
-		if k+1 < len(xa) {
-			ea, eb = int(xa[k+1])-1, int(xb[k+1])-1 // the comma
-		}
+		ea, eb := xa.end(a, k), xb.end(b, k) // the comma or the closing brace
 		ka, plain := keyEnd(a, sa)
 		if !plain {
 			return false

@@ -64,9 +64,14 @@ const (
 
 // value returns the value of member k, whose key ends at ke.
 func (x Index) value(obj []byte, k, ke int) []byte {
-	ve := len(obj) - 1 // the closing brace
+	return obj[ke+1 : x.end(obj, k)]
+}
+
+// end returns where member k of the compact object obj, indexed by x,
+// ends: the comma before the next member, or the closing brace.
+func (x Index) end(obj []byte, k int) int {
 	if k+1 < len(x) {
-		ve = int(x[k+1]) - 1 // the comma
+		return int(x[k+1]) - 1
 	}
-	return obj[ke+1 : ve]
+	return len(obj) - 1
 }

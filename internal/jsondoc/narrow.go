@@ -51,7 +51,7 @@ func (d *Differ) narrow(a, b []byte, xa Index) bool {
 	for {
 		k, ks, vs, ve, ok := holder(a, o, p, xa)
 		if ok && xa != nil { // an indexed member: its end from the Index
-			ve = memberEnd(a, xa, k)
+			ve = xa.end(a, k)
 		}
 		var key []byte
 		if ok {
@@ -128,8 +128,7 @@ func (d *Differ) spread(a, b []byte, ks, oe, ea int) bool {
 	// after the first member walked.)
 	rest := a[wa.i:oe]
 	for _, p := range diffs {
-		d.needle = append(append(append(d.needle[:0], '"'), p.key...), '"', ':')
-		if bytes.Contains(rest, d.needle) {
+		if d.keyIn(rest, p.key) {
 			return false
 		}
 	}
@@ -140,7 +139,7 @@ func (d *Differ) spread(a, b []byte, ks, oe, ea int) bool {
 // holder finds the member of the object at a[o] whose value holds a[p]:
 // its position among the members, where its key starts (the quote), where
 // its value starts, and, if the object is not indexed (x nil), where it
-// ends (0 for an indexed object: memberEnd has it). ok is false when p is
+// ends (0 for an indexed object: its Index has it). ok is false when p is
 // in no member's value (in a key, between members, past the last).
 func holder(a []byte, o, p int, x Index) (k, ks, vs, ve int, ok bool) {
 	if x != nil { // the members' keys from the Index
@@ -175,19 +174,11 @@ func holder(a []byte, o, p int, x Index) (k, ks, vs, ve int, ok bool) {
 	return 0, 0, 0, 0, false
 }
 
-// memberEnd returns where member k of the object a (indexed by x, compact)
-// ends: the comma before the next member, or the closing brace.
-func memberEnd(a []byte, x Index, k int) int {
-	if k+1 < len(x) {
-		return int(x[k+1]) - 1
-	}
-	return len(a) - 1
-}
-
 // twice reports whether the object at a[o], which ends a, may give key
 // (plain ASCII, the key of its member k, whose value ends at a[ve]) again
-// after member k: then the last one counts. (One before k is overridden by k in a and
-// in b alike.) A key that is key, or may be key spelt otherwise, counts.
+// after member k: then the last one counts. (One before k is overridden
+// by k, in a and in b alike.) A key that is key, or may be key spelt
+// otherwise, counts.
 // Without an Index, the members after k are not read: key quoted and
 // followed by a colon anywhere after k (also inside a value), or any
 // escape, counts.
@@ -201,9 +192,12 @@ func (d *Differ) twice(a []byte, o, k, ve int, key []byte, x Index) bool {
 		return false
 	}
 	rest := a[ve:]
-	if bytes.IndexByte(rest, '\\') >= 0 {
-		return true
-	}
+	return bytes.IndexByte(rest, '\\') >= 0 || d.keyIn(rest, key)
+}
+
+// keyIn reports whether b holds key quoted and followed by a colon, as a
+// member's key is written (or a string in a value that reads so).
+func (d *Differ) keyIn(b, key []byte) bool {
 	d.needle = append(append(append(d.needle[:0], '"'), key...), '"', ':')
-	return bytes.Contains(rest, d.needle)
+	return bytes.Contains(b, d.needle)
 }
