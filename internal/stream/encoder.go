@@ -50,6 +50,10 @@ type Options struct {
 	// FlushEachLine flushes after every line instead of every batch
 	// (stdout is a terminal).
 	FlushEachLine bool
+	// HoldBatches leaves the lines of a batch that ended in the Encoder
+	// (unless it holds bufSize bytes), for the caller to Flush them when
+	// it has no batch ready to print after it.
+	HoldBatches bool
 	// Color marks event types with ANSI colours (Text only).
 	Color bool
 	// Summary returns the part of an object that a Text line shows; nil
@@ -102,7 +106,8 @@ func NewEncoder(w io.Writer, opts Options) *Encoder {
 	return e
 }
 
-// Encode writes ev as one line. A BatchDone event also flushes.
+// Encode writes ev as one line. A BatchDone event also flushes, unless
+// HoldBatches.
 func (e *Encoder) Encode(ev nodeset.Event) error {
 	if e.err != nil {
 		return e.err
@@ -116,7 +121,7 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 			gap := e.gap
 			e.inBatch, e.gap = false, false
 			if !telling(ev) && !gap {
-				return e.Flush() // the batch's one line said it all
+				return e.ended() // the batch's one line said it all
 			}
 		case ev.Type == nodeset.Heartbeat:
 		case !e.inBatch:
@@ -193,11 +198,26 @@ func writeInt(b *bytes.Buffer, v int64) {
 // holds when the batch ends or buf is full.
 func (e *Encoder) write(ev nodeset.Event) error {
 	e.buf.WriteByte('\n')
-	if ev.Type == nodeset.BatchDone || ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine || e.buf.Len() >= bufSize {
+	switch {
+	case ev.Type == nodeset.BatchDone:
+		return e.ended()
+	case ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine || e.buf.Len() >= bufSize:
 		return e.Flush()
 	}
 	return nil
 }
+
+// ended writes out what buf holds at the end of a batch, unless
+// HoldBatches leaves that to the caller.
+func (e *Encoder) ended() error {
+	if e.opts.HoldBatches && e.buf.Len() < bufSize {
+		return nil
+	}
+	return e.Flush()
+}
+
+// Buffered returns how many bytes of lines are not written out yet.
+func (e *Encoder) Buffered() int { return e.buf.Len() }
 
 // Flush writes out buffered lines.
 func (e *Encoder) Flush() error {

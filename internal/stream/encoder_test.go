@@ -87,6 +87,36 @@ func TestEncoderFlushesPerBatch(t *testing.T) {
 	}
 }
 
+// TestEncoderHoldBatches: with HoldBatches, a batch's end leaves its
+// lines for Flush, in JSON and in text, unless bufSize bytes are held.
+func TestEncoderHoldBatches(t *testing.T) {
+	for _, format := range []Format{JSON, Text} {
+		var buf bytes.Buffer
+		e := NewEncoder(&buf, Options{Format: format, HoldBatches: true})
+		for batch := 1; batch <= 2; batch++ {
+			e.Encode(nodeset.Event{Type: nodeset.New, ID: "a", Object: batch})
+			e.Encode(nodeset.Event{Type: nodeset.BatchDone, Batch: batch, Counts: nodeset.Counts{New: 1}})
+		}
+		if buf.Len() != 0 || e.Buffered() == 0 {
+			t.Fatalf("%v: %d bytes written and %d held after two batches, want none written", format, buf.Len(), e.Buffered())
+		}
+		held := e.Buffered()
+		if err := e.Flush(); err != nil || buf.Len() != held || e.Buffered() != 0 {
+			t.Fatalf("%v: Flush wrote %d of %d bytes (%v)", format, buf.Len(), held, err)
+		}
+		// Held lines are written once bufSize bytes are held.
+		buf.Reset()
+		large := strings.Repeat("x", 1<<10)
+		for batch := 3; buf.Len() == 0; batch++ {
+			e.Encode(nodeset.Event{Type: nodeset.New, ID: "a", Object: large})
+			e.Encode(nodeset.Event{Type: nodeset.BatchDone, Batch: batch, Counts: nodeset.Counts{New: 1}})
+		}
+		if buf.Len() < bufSize || buf.Len() > bufSize+4<<10 {
+			t.Fatalf("%v: %d bytes written at once, want about %d", format, buf.Len(), bufSize)
+		}
+	}
+}
+
 type failWriter struct{ calls int }
 
 func (w *failWriter) Write([]byte) (int, error) {

@@ -10,7 +10,9 @@
 //   - The source never waits for the output: it puts batches into the
 //     queue, which merges them when the reader is slow (see handoff).
 //   - Output is flushed at the end of every batch, so a reader sees whole
-//     batches; a run that ends flushes what it printed first.
+//     batches, before the loop waits for the next; while batches are
+//     queued, several are written out at once (holding, at most 5 ms).
+//     A run that ends flushes what it printed first.
 //   - A run ends for exactly one reason (Stop): its goal was met, its
 //     timeout passed, its context ended (a signal), its output was
 //     closed, or it failed (the source, the output or a --strict jq
@@ -280,6 +282,11 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		grace = DefaultWriteGrace
 	}
 	out := &gate{w: w}
+	// The loop writes out the lines of several batches at once while more
+	// are queued (holding): not for a terminal, which shows each line as
+	// it comes, nor for a handler or a --state record, which take each
+	// batch as it was written out.
+	o.Output.HoldBatches = !o.Output.FlushEachLine && o.Exec == nil && o.State == nil
 	r := &run{
 		parent: ctx,
 		ctx:    runCtx,
@@ -384,6 +391,9 @@ type run struct {
 	recording []nodeset.Event
 	ended     bool
 	endedRev  int64
+	// heldSince is when the loop began to hold lines (holding); zero
+	// when it holds none.
+	heldSince time.Time
 	// With Exec: what the handler has not been given yet (deliver.go).
 	undelivered
 }
@@ -427,7 +437,7 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			}
 			return r.goalMet()
 		}
-		if err == nil {
+		if err == nil && !r.holding(q) {
 			err = r.enc.Flush()
 		}
 		if err == nil {
@@ -462,6 +472,36 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			}
 		}
 	}
+}
+
+// holdFor and holdUpTo bound how long and how many bytes of lines the
+// loop holds while batches are queued (holdFor is a variable for the
+// tests, which must not depend on how loaded the machine is).
+var holdFor = 5 * time.Millisecond
+
+const holdUpTo = 32 << 10
+
+// holding reports whether the lines printed so far may wait for the next
+// batch's, to be written out with them: while the reader is behind (a
+// batch is queued), for at most holdFor since it began to hold and
+// holdUpTo bytes. Each batch is still written out whole, and before the
+// loop waits for one; one write for several batches costs less than one
+// for each (the pipe's reader is woken once), which is most of what
+// printing costs on transactions of small records.
+func (r *run) holding(q *handoff.Queue) bool {
+	if !r.o.Output.HoldBatches || r.enc.Buffered() >= holdUpTo || !q.Waiting() {
+		r.heldSince = time.Time{}
+		return false
+	}
+	now := time.Now()
+	if r.heldSince.IsZero() {
+		r.heldSince = now
+	}
+	if now.Sub(r.heldSince) >= holdFor {
+		r.heldSince = time.Time{}
+		return false
+	}
+	return true
 }
 
 // errHeartbeat: Heartbeat passed without a batch (from next).
