@@ -302,7 +302,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 		}
 		changes := make([]nodeset.Change, 0, len(resp.KVs))
 		for i := range resp.KVs {
-			if c, ok := w.change(&resp.KVs[i], false, false); ok {
+			if c, ok := w.change(&resp.KVs[i], false, false, nil); ok {
 				changes = append(changes, c)
 			}
 		}
@@ -517,6 +517,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			revs[i] = max(revs[i], resp.Revision)
 		}
 		// One batch per revision: one transaction, one batch.
+		judge, _ := out.(nodeset.Judge)
 		events := resp.Events
 		for len(events) > 0 {
 			r := events[0].KV.ModRevision
@@ -532,7 +533,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 					Changes: make([]nodeset.Change, 0, n)}
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, judge); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -658,8 +659,10 @@ func (l *liveness) monitor(ctx context.Context) {
 // the value of a watch event (event) of fromMin bytes or more is decoded
 // from the key's object of its last such event, and kept as the next
 // one's. An object left by a value that has since shrunk stays: any
-// reference decodes the same.
-func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Change, bool) {
+// reference decodes the same. An event's object that judge (the reader's
+// filter, if the sink is one) turns down is let go of at once, and the
+// change handed on as a deletion (nodeset.Judge).
+func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, judge nodeset.Judge) (nodeset.Change, bool) {
 	ks := w.keyState(kv.Key)
 	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
@@ -692,6 +695,13 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool) (nodeset.Chan
 		ks.keep(obj)
 	} else if d, ok := obj.(*jsondoc.Doc); ok {
 		d.Give() // nothing here keeps it
+	}
+	if judge != nil {
+		if keep, decided := judge.Keeps(obj); decided && !keep {
+			jsondoc.Free(obj) // the hold it would have been handed on with
+			c.Deleted = true
+			return c, true
+		}
 	}
 	c.Object = obj
 	return c, true

@@ -162,13 +162,23 @@ func (p *Program) Truthy(ctx context.Context, v any) (bool, error) {
 // fast.go), and decoded for gojq only when it cannot; any other value
 // goes to gojq as it is.
 func (p *Program) TruthyDoc(ctx context.Context, v any) (bool, error) {
-	if d, ok := v.(*jsondoc.Doc); ok && p.fast != nil {
-		n, in, x := p.fastInput(d)
-		if out, decided := n.one(in, x); decided {
-			return out != nil && truthy(out), nil
-		}
+	if ok, decided := p.TruthyFast(v); decided {
+		return ok, nil
 	}
 	return p.Truthy(ctx, jsondoc.TreeOf(v))
+}
+
+// TruthyFast is TruthyDoc when the fast path answers it (decided): for a
+// *jsondoc.Doc, an expression of the fast path's subset, and no error. It
+// never runs gojq, and is safe to call from several goroutines at once.
+func (p *Program) TruthyFast(v any) (ok, decided bool) {
+	d, isDoc := v.(*jsondoc.Doc)
+	if !isDoc || p.fast == nil {
+		return false, false
+	}
+	n, in, x := p.fastInput(d)
+	out, decided := n.one(in, x)
+	return decided && out != nil && truthy(out), decided
 }
 
 // EqualDoc is Equal for objects as the follower keeps them, answered

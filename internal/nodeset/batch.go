@@ -31,9 +31,12 @@ func (c Cause) String() string {
 
 // Change is the latest state of one id as a source saw it.
 type Change struct {
-	ID      string
-	Object  any  // the new state; nil when Deleted
-	Deleted bool // the id no longer exists at the source
+	ID     string
+	Object any // the new state; nil when Deleted
+	// Deleted: the id no longer exists at the source, or, in a change
+	// batch, its new state is one that the reader's filter turns down
+	// (Judge): either way it is not in the reader's view.
+	Deleted bool
 	// Undecodable: the id exists at the source but its state cannot be
 	// read (a bad record). The follower keeps what it printed for it, and
 	// a full batch holding it does not count the id as gone.
@@ -73,6 +76,19 @@ func (b Batch) Full() bool { return b.Cause != CauseChange }
 // handoff.Queue is the Sink between every source and its reader.
 type Sink interface {
 	Put(Batch)
+}
+
+// A Judge is what a Sink may also be: the reader's filter, for a source to
+// ask about the new state of each change as it makes it. A view holds only
+// objects its filter keeps, so a change whose object the filter turns down
+// leaves the view as a deletion does, and the source may hand it on as
+// one, letting go of the object while it is fresh in the cache instead of
+// carrying it to the reader to be turned down there.
+type Judge interface {
+	// Keeps reports whether the reader's filter keeps obj (keep), when
+	// it can tell without an error, and fast (decided); the reader
+	// judges the rest itself.
+	Keeps(obj any) (keep, decided bool)
 }
 
 // ReportListed tells s, if it wants to know (the progress meter of a

@@ -251,9 +251,8 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	lister, streaming := src.(Lister)
 	streaming = streaming && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
 	q := handoff.New(0)
-	var sink nodeset.Sink = q
+	sink := &sink{Queue: q, m: o.Progress, filter: o.Filter}
 	if o.Progress != nil {
-		sink = &progressSink{Queue: q, m: o.Progress}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -344,21 +343,38 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	}
 }
 
-// progressSink is the queue as a source's Sink when a progress meter
-// shows listings: the source reports how far a listing got, and the full
-// batch it puts ends it.
-type progressSink struct {
+// sink is the queue as a source's Sink, with what the run adds: the
+// progress meter (m, if any), which the source tells how far a listing
+// got and whose listing the full batch it puts ends; and the filter (if
+// any), for the source to judge objects with as it makes them
+// (nodeset.Judge).
+type sink struct {
 	*handoff.Queue
-	m *progress.Meter
+	m      *progress.Meter
+	filter *jq.Program
 }
 
-func (s *progressSink) Listed(n int) { s.m.Listed(n) }
+func (s *sink) Listed(n int) {
+	if s.m != nil {
+		s.m.Listed(n)
+	}
+}
 
-func (s *progressSink) Put(b nodeset.Batch) {
-	if b.Full() {
+func (s *sink) Put(b nodeset.Batch) {
+	if s.m != nil && b.Full() {
 		s.m.Done()
 	}
 	s.Queue.Put(b)
+}
+
+// Keeps is the follower's filter (filterFunc) where the fast path
+// answers it without an error, which is all the follower would do with
+// it: an error is left to the follower to report, or to end the run.
+func (s *sink) Keeps(obj any) (keep, decided bool) {
+	if s.filter == nil {
+		return false, false
+	}
+	return s.filter.TruthyFast(obj)
 }
 
 // run is the state of one Run, used by its reading goroutine (and, once
