@@ -37,6 +37,9 @@ type Change struct {
 	// batch, its new state is one that the reader's filter turns down
 	// (Judge): either way it is not in the reader's view.
 	Deleted bool
+	// Kept: the reader's filter keeps Object, as the source learnt when it
+	// asked (Judge); the follower does not ask again.
+	Kept bool
 	// Undecodable: the id exists at the source but its state cannot be
 	// read (a bad record). The follower keeps what it printed for it, and
 	// a full batch holding it does not count the id as gone.

@@ -286,7 +286,7 @@ func (f *Follower) step(c Change) (Event, error) {
 		prev = e.obj
 	}
 	keep := !c.Deleted
-	if keep && f.Filter != nil {
+	if keep && f.Filter != nil && !c.Kept {
 		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
 			return Event{}, fmt.Errorf("%q: %w", c.ID, err)
