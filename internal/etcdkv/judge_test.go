@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ type recorder struct {
 func (r *recorder) Put(b nodeset.Batch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	b.Changes = slices.Clone(b.Changes) // the source's to reuse (nodeset.Sink)
 	r.batches = append(r.batches, b)
 }
 

@@ -139,8 +139,10 @@ type Watcher struct {
 	// DecodeFrom keeps one). Each listing makes it afresh and a delete
 	// takes its key out. List (--once) keeps none.
 	keys map[string]keyState
-	// states is the scratch of watchOnce: the states of a revision's keys.
+	// states and batch are the scratch of watchOnce: the states of a
+	// revision's keys, and its batch's changes.
 	states []keyState
+	batch  []nodeset.Change
 }
 
 // keyRange is a range of keys as etcd takes it: [key, end), or key alone
@@ -532,7 +534,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				// to r was delivered; with several, another range may
 				// still be behind.
 				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
-					Changes: make([]nodeset.Change, 0, n)}
+					Changes: w.batch[:0]} // out keeps none of it (nodeset.Sink)
 				// The keys' states first, then the changes: lookups one
 				// after another wait for memory together, where a
 				// lookup between two decodes waits alone.
@@ -548,6 +550,8 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 					}
 				}
 				out.Put(b)
+				clear(b.Changes)
+				w.batch = b.Changes[:0]
 				revs[i] = r
 			}
 			events = events[n:]

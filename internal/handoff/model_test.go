@@ -197,6 +197,12 @@ func (m *modelCase) run(steps int, readP float64) error {
 		}
 		views = append(views, snapshot(direct.Set()))
 		q.Put(b)
+		// The source may make its next batch in the same slice (the
+		// etcd watcher does, nodeset.Sink): a queue that kept it would
+		// hand on what is written over it.
+		for i := range b.Changes {
+			b.Changes[i] = nodeset.Change{ID: "overwritten", Rev: -1}
+		}
 		// Bounded by ids: an unread full listing, one merged batch (at
 		// most one change per id), and MaxQueued-1 batches as they came.
 		batches, changes := q.queued()

@@ -75,7 +75,9 @@ func (b Batch) Full() bool { return b.Cause != CauseChange }
 
 // Sink receives the batches of a source, in the order the source made
 // them. Put must not block for long: a source keeps reading its
-// connection while the reader of the batches may be slow.
+// connection while the reader of the batches may be slow. Put must not
+// keep b.Changes once it returns (it may keep the Changes in it): the etcd
+// watcher makes every change batch in the same slice.
 // handoff.Queue is the Sink between every source and its reader.
 type Sink interface {
 	Put(Batch)
