@@ -138,11 +138,9 @@ type Watcher struct {
 	// out of the view (about 100 bytes a key, with no object unless
 	// DecodeFrom keeps one). Each listing makes it afresh and a delete
 	// takes its key out. List (--once) keeps none.
-	keys map[string]keyState
-	// states and batch are the scratch of watchOnce: the states of a
-	// revision's keys, and its batch's changes.
-	states []keyState
-	batch  []nodeset.Change
+	keys map[string]*keyState
+	// batch is the scratch of watchOnce: a revision's changes.
+	batch []nodeset.Change
 }
 
 // keyRange is a range of keys as etcd takes it: [key, end), or key alone
@@ -207,7 +205,7 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 // (nodeset.ReportListed).
 func (w *Watcher) list(ctx context.Context, at int64, out nodeset.Sink) ([]nodeset.Change, int64, error) {
 	for {
-		w.keys = map[string]keyState{}
+		w.keys = map[string]*keyState{}
 		var changes []nodeset.Change
 		rev, err := w.pages(ctx, at, func(page []nodeset.Change) error {
 			changes = append(changes, page...)
@@ -306,7 +304,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 		}
 		changes := make([]nodeset.Change, 0, len(resp.KVs))
 		for i := range resp.KVs {
-			if c, ok := w.change(&resp.KVs[i], w.keyState(resp.KVs[i].Key), false, false, nil); ok {
+			if c, ok := w.change(&resp.KVs[i], false, false, nil); ok {
 				changes = append(changes, c)
 			}
 		}
@@ -535,17 +533,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				// still be behind.
 				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
 					Changes: w.batch[:0]} // out keeps none of it (nodeset.Sink)
-				// The keys' states first, then the changes: lookups one
-				// after another wait for memory together, where a
-				// lookup between two decodes waits alone.
-				states := w.states[:0]
-				for k := range events[:n] {
-					states = append(states, w.keyState(events[k].KV.Key))
-				}
-				w.states = states
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.change(&ev.KV, states[k], ev.Type == mvccpb.DELETE, true, judge); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, judge); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -666,7 +656,7 @@ func (l *liveness) monitor(ctx context.Context) {
 	}
 }
 
-// change turns a key-value, whose state in w.keys is ks, into a Change. A record that cannot be decoded
+// change turns a key-value into a Change. A record that cannot be decoded
 // is logged and becomes an Undecodable change, so that the follower keeps
 // what it printed for it (also through a resync) instead of calling it
 // deleted. During Run, the key's id comes from w.keys; with DecodeFrom,
@@ -677,11 +667,12 @@ func (l *liveness) monitor(ctx context.Context) {
 // filter, if the sink is one) turns down is let go of at once, and the
 // change handed on as a deletion; one it keeps is handed on as Kept
 // (nodeset.Judge).
-func (w *Watcher) change(kv *mvccpb.KeyValue, ks keyState, deleted, event bool, judge nodeset.Judge) (nodeset.Change, bool) {
+func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, judge nodeset.Judge) (nodeset.Change, bool) {
+	ks := w.keyState(kv.Key)
 	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
 		ks.keep(nil)
-		delete(w.keys, ks.key)
+		delete(w.keys, string(kv.Key))
 		return c, true
 	}
 	if w.Decode == nil {
@@ -701,16 +692,12 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, ks keyState, deleted, event bool, 
 	}
 	if err != nil {
 		w.logf("skipping %q at rev %d: %v", kv.Key, kv.ModRevision, err)
-		if ks.last != nil {
-			ks.keep(nil)
-			w.store(ks)
-		}
+		ks.keep(nil)
 		c.Undecodable = true
 		return c, true
 	}
 	if large { // an event: Run's, which keeps ks
 		ks.keep(obj)
-		w.store(ks)
 	} else if d, ok := obj.(*jsondoc.Doc); ok {
 		d.Give() // nothing here keeps it
 	}
@@ -727,11 +714,8 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, ks keyState, deleted, event bool, 
 	return c, true
 }
 
-// A keyState is what Run keeps of a key in the view (Watcher.keys). The
-// map holds it by value, in the slot beside its key: finding it is one
-// read of memory fewer for every change.
+// A keyState is what Run keeps of a key in the view (Watcher.keys).
 type keyState struct {
-	key string // its key in Watcher.keys
 	// id is the id of every change to the key, made once: the maps a
 	// change meets on its way (the hand-off's, the view's) find the same
 	// string by its pointer, without reading its bytes again.
@@ -756,27 +740,21 @@ func (ks *keyState) keep(obj any) {
 	ks.last = obj
 }
 
-// keyState returns a copy of key's state in w.keys, made if it is new;
-// outside Run, a state of its own that nothing keeps. A copy changed
-// (keep) must be stored again.
-func (w *Watcher) keyState(key []byte) keyState {
+// keyState returns key's state in w.keys, made if it is new; outside
+// Run, a state of its own that nothing keeps.
+func (w *Watcher) keyState(key []byte) *keyState {
 	if ks, ok := w.keys[string(key)]; ok {
 		return ks
 	}
 	k := string(key)
-	ks := keyState{key: k, id: k}
+	ks := &keyState{id: k}
 	if w.ID != nil {
 		ks.id = w.ID(k)
 	}
-	w.store(ks)
-	return ks
-}
-
-// store puts ks into w.keys, during Run.
-func (w *Watcher) store(ks keyState) {
 	if w.keys != nil {
-		w.keys[ks.key] = ks
+		w.keys[k] = ks
 	}
+	return ks
 }
 
 // fromMin is the smallest value DecodeFrom is used for. Below it, keeping
