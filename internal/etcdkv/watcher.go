@@ -139,7 +139,8 @@ type Watcher struct {
 	// DecodeFrom keeps one). Each listing makes it afresh and a delete
 	// takes its key out. List (--once) keeps none.
 	keys map[string]*keyState
-	// batch is the scratch of watchOnce: a revision's changes.
+	// batch is the scratch of watchOnce: a revision's changes (up to
+	// maxBatch of them kept between revisions).
 	batch []nodeset.Change
 }
 
@@ -541,7 +542,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				}
 				out.Put(b)
 				clear(b.Changes)
-				w.batch = b.Changes[:0]
+				if w.batch = b.Changes[:0]; cap(w.batch) > maxBatch {
+					w.batch = nil // a large transaction's
+				}
 				revs[i] = r
 			}
 			events = events[n:]
@@ -756,6 +759,11 @@ func (w *Watcher) keyState(key []byte) *keyState {
 	}
 	return ks
 }
+
+// maxBatch is the most changes whose room the watcher keeps from one
+// revision to the next: etcd takes 128 operations per transaction unless
+// told otherwise.
+const maxBatch = 1024
 
 // fromMin is the smallest value DecodeFrom is used for. Below it, keeping
 // and finding the last state costs more than reading the value again: in

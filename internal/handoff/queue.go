@@ -523,14 +523,15 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 	}
 }
 
-// Waiting reports whether a batch is queued: whether Next would return
-// one at once. The reader of `key` and `nodes` asks before it writes out
-// the lines of the batch it printed, to write out several batches in one
-// write while it is behind.
+// Waiting reports whether Next would return a change batch at once (a
+// full batch, which may take long to apply, does not count). The reader
+// of `key` and `nodes` asks before it writes out the lines of the batch
+// it printed, to write out several batches in one write while it is
+// behind.
 func (q *Queue) Waiting() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.full != nil || len(q.changes) > 0
+	return q.full == nil && len(q.changes) > 0
 }
 
 // pop removes the oldest queued batch and records what the reader has

@@ -216,6 +216,10 @@ func (e *Encoder) ended() error {
 	return e.Flush()
 }
 
+// Truncate drops the lines not written out yet but their first n bytes,
+// for a run that ends with a batch it did not finish.
+func (e *Encoder) Truncate(n int) { e.buf.Truncate(n) }
+
 // Buffered returns how many bytes of lines are not written out yet.
 func (e *Encoder) Buffered() int { return e.buf.Len() }
 

@@ -588,3 +588,32 @@ func TestHoldsQueuedBatches(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestHeldBatchesOutliveAFailure: a run that fails on a batch (a --strict
+// error) writes out the whole batches it held before it, and nothing of
+// the batch that failed.
+func TestHeldBatchesOutliveAFailure(t *testing.T) {
+	defer func(d time.Duration) { holdFor = d }(holdFor)
+	holdFor = time.Hour
+	good := func(id string) nodeset.Change {
+		return nodeset.Change{ID: id, Object: map[string]any{"v": map[string]any{"x": true}}}
+	}
+	src := &putAll{batches: []nodeset.Batch{initial()}, queued: make(chan struct{})}
+	for i := range 5 {
+		src.batches = append(src.batches, change(good(fmt.Sprintf("k%d", i))))
+	}
+	// The last batch prints k5 before its k6 fails the filter.
+	src.batches = append(src.batches, change(good("k5"), nodeset.Change{ID: "k6", Object: obj(1)}))
+	w := &writes{first: src.queued}
+	_, err := runFor(t, context.Background(), src, w, Options{Filter: compile(t, "--filter", ".v.x"), Strict: true})
+	if err == nil {
+		t.Fatal("the run did not fail")
+	}
+	want := []string{"done 1 initial"}
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("new k%d", i), fmt.Sprintf("done %d change", i+2))
+	}
+	if diff := cmp.Diff(want, short(strings.Join(w.all(), ""))); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}
