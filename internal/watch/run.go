@@ -512,9 +512,10 @@ const holdUpTo = 32 << 10
 // it began to hold (the time is checked after each batch), and while
 // less than holdUpTo bytes are held. Not after a full batch, which
 // settle follows. Each batch is still written out whole (unless it is
-// larger than holdUpTo), and before the loop waits for one. One write for several batches costs less than one
-// for each, and wakes the pipe's reader once: a write per batch was 9% of
-// nodewatch's CPU on transactions of 50 records of 200 B.
+// larger than holdUpTo), and before the loop waits for one. One write for
+// several batches costs less than one for each, and wakes the pipe's
+// reader once: a write per batch was 7% of nodewatch's CPU on
+// transactions of 50 records of 200 B (BENCHMARKS.md).
 func (r *run) holding(q *handoff.Queue, b nodeset.Batch) bool {
 	if !r.o.Output.HoldBatches || b.Full() || r.enc.Buffered() >= holdUpTo || !q.Waiting() {
 		r.heldSince = time.Time{}
