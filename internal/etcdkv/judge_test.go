@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -18,26 +19,20 @@ import (
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
-// recorder is a Sink that keeps every batch, as the source made it.
+// recorder is a Sink that keeps every batch, as the source made it, and
+// hands it on to out.
 type recorder struct {
 	mu      sync.Mutex
 	batches []nodeset.Batch
+	out     chan nodeset.Batch
 }
 
 func (r *recorder) Put(b nodeset.Batch) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	b.Changes = slices.Clone(b.Changes) // the source's to reuse (nodeset.Sink)
-	r.batches = append(r.batches, b)
-}
-
-func (r *recorder) rev() int64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.batches) == 0 {
-		return 0
-	}
-	return r.batches[len(r.batches)-1].Rev
+	r.batches = append(r.batches, b)
+	r.mu.Unlock()
+	r.out <- b
 }
 
 // judging is a recorder that is also the reader's filter (nodeset.Judge),
@@ -54,10 +49,12 @@ func (j judging) Keeps(obj any) (bool, bool) { return j.filter.TruthyFast(obj) }
 // follower with that filter turns into the same events, byte for byte,
 // with the same warnings, as the batches of a watcher whose sink does not
 // judge. The history holds values the filter keeps and turns down, values
-// it fails on (a string, an array: the follower warns), values of
-// DecodeFrom's size (which the watcher keeps a reference to), puts of the
-// same bytes and deletions; the followers free what they let go of (in
-// the race detector's builds, overwriting all of it), as a run does.
+// it fails on (a string, an array: the follower warns), values that are
+// not JSON (Undecodable under --value json), values of DecodeFrom's size
+// (which the watcher keeps a reference to), puts of the same bytes and
+// deletions. Each follower runs as the watcher does, as a run's does (the
+// two share the filter), and frees what it lets go of (in the race
+// detector's builds, overwriting all of it).
 func TestWatcherJudges(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/j/k0", `{"state":"UP"}`)
 	ctx := context.Background()
@@ -69,16 +66,18 @@ func TestWatcherJudges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 5))
 	value := func() string {
 		state := []string{"UP", "DOWN"}[rng.IntN(2)]
-		switch rng.IntN(12) {
+		switch rng.IntN(13) {
 		case 0:
-			return "not json {" // a string: .value.state fails
+			return "not json {" // Undecodable
 		case 1:
-			return `["UP"]` // fails too
+			return `["UP"]` // .value.state fails
 		case 2:
-			return `{"state":null}`
+			return `"UP"` // fails too
 		case 3:
+			return `{"state":null}`
+		case 4:
 			return fmt.Sprintf(` { "state" : %q } `, state) // compacted
-		case 4, 5:
+		case 5, 6:
 			return fmt.Sprintf(`{"state":%q,"n":%d,"big":"%s"}`, state, rng.IntN(2), strings.Repeat("x", fromMin))
 		}
 		return fmt.Sprintf(`{"state":%q,"n":%d}`, state, rng.IntN(2))
@@ -105,39 +104,40 @@ func TestWatcherJudges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// watch returns the batches a watcher puts into sink, from start to
-	// the last revision written.
-	watch := func(sink interface {
-		nodeset.Sink
-		rev() int64
-	}) {
+	// watch runs a watcher into sink, from start, and a follower of what
+	// it puts there, until the follower has the last revision written;
+	// it returns the follower's events and how many warnings it gave.
+	watch := func(sink nodeset.Sink, batches <-chan nodeset.Batch) (string, int) {
 		t.Helper()
-		decode, from := (&Rules{}).Decoders(nil)
-		w := &Watcher{Client: c, Key: "/j/", Prefix: true, Decode: decode, DecodeFrom: from, StartRev: start}
+		decode, from := (&Rules{Default: ValueJSON}).Decoders(nil)
+		w := &Watcher{Client: c, Key: "/j/", Prefix: true, Decode: decode, DecodeFrom: from, StartRev: start,
+			Logf: func(string, ...any) {}}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			w.Run(ctx, sink)
 		}()
-		testkit.Eventually(t, func() error {
-			if rev := sink.rev(); rev < last {
-				return fmt.Errorf("batches up to rev %d of %d", rev, last)
-			}
-			return nil
-		})
-		cancel()
-		<-done
+		defer func() {
+			cancel()
+			<-done
+		}()
+		return follow(t, filter, batches, last)
 	}
-	plain, judged := &recorder{}, &recorder{}
-	watch(plain)
-	watch(judging{judged, filter})
+	plain := &recorder{out: make(chan nodeset.Batch, 1000)}
+	judged := &recorder{out: make(chan nodeset.Batch, 1000)}
+	plainEvents, warnings := watch(plain, plain.out)
+	judgedEvents, _ := watch(judging{judged, filter}, judged.out)
 
 	// Changes turned down: deletions where the plain watcher has a put.
 	puts := map[string]bool{} // "rev key"
+	undecodable := 0
 	for _, b := range plain.batches {
 		for _, c := range b.Changes {
 			puts[fmt.Sprint(c.Rev, c.ID)] = !c.Deleted
+			if c.Undecodable {
+				undecodable++
+			}
 		}
 	}
 	turnedDown := 0
@@ -148,21 +148,21 @@ func TestWatcherJudges(t *testing.T) {
 			}
 		}
 	}
-	plainEvents, warnings := follow(t, filter, plain.batches)
-	judgedEvents, _ := follow(t, filter, judged.batches)
 	if plainEvents != judgedEvents {
 		t.Fatalf("events differ; without judging:\n%s\njudged by the watcher:\n%s", plainEvents, judgedEvents)
 	}
-	t.Logf("%d changes turned down by the watcher, %d warnings", turnedDown, warnings)
-	if turnedDown < 100 || warnings < 20 {
-		t.Fatalf("%d changes turned down by the watcher, %d warnings: the history does not test what it should", turnedDown, warnings)
+	t.Logf("%d changes turned down by the watcher, %d warnings, %d undecodable", turnedDown, warnings, undecodable)
+	if turnedDown < 100 || warnings < 20 || undecodable < 20 {
+		t.Fatalf("%d changes turned down by the watcher, %d warnings, %d undecodable: the history does not test what it should",
+			turnedDown, warnings, undecodable)
 	}
 }
 
-// follow applies batches with a follower that filters with filter (its
-// errors warnings, as a run's), frees what it lets go of, and returns its
-// events and warnings as text, and how many warnings there were.
-func follow(t *testing.T, filter *jq.Program, batches []nodeset.Batch) (string, int) {
+// follow applies the batches from in, up to one at rev last, with a
+// follower that filters with filter (its errors warnings, as a run's)
+// and frees what it lets go of, and returns its events and warnings as
+// text, and how many warnings there were.
+func follow(t *testing.T, filter *jq.Program, in <-chan nodeset.Batch, last int64) (string, int) {
 	t.Helper()
 	var out strings.Builder
 	warnings := 0
@@ -181,13 +181,23 @@ func follow(t *testing.T, filter *jq.Program, batches []nodeset.Batch) (string, 
 		}
 		return fmt.Sprint(o)
 	}
-	for _, b := range batches {
+	timeout := time.After(testkit.Timeout)
+	for {
+		var b nodeset.Batch
+		select {
+		case b = <-in:
+		case <-timeout:
+			t.Fatalf("no batch at rev %d within %v", last, testkit.Timeout)
+		}
 		err := f.Apply(b, func(ev nodeset.Event) error {
 			fmt.Fprintf(&out, "%v %s %s %s rev %d\n", ev.Type, ev.ID, text(ev.Object), text(ev.Prev), ev.Rev)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if b.Rev >= last {
+			break
 		}
 	}
 	return out.String(), warnings
