@@ -100,7 +100,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.records4k, "records-4k", 50000, "4 KiB records for the snapshot rows (1, 2); fewer than -records, to hold the run to ~15 minutes")
 	flag.IntVar(&c.keys, "keys", 1000, "keys changed in the live rows (3, 7, 8)")
 	flag.IntVar(&c.changes, "changes", 20000, "changes made as single puts (or simulator steps) per live run (3, 7, 8)")
-	flag.IntVar(&c.txnChanges, "txn-changes", 60000, fmt.Sprintf("changes made in transactions of %d puts per live run (3, 8)", txnPuts))
+	flag.IntVar(&c.txnChanges, "txn-changes", 150000, fmt.Sprintf("changes made in transactions of %d puts per live run (3, 8); fewer swing more from run to run, and weigh the tools' start more", txnPuts))
 	flag.IntVar(&c.writers, "writers", 8, "writers making the changes at once in the live rows (3, 8)")
 	flag.StringVar(&modes, "modes", "puts,txns", "how the live rows (3, 8) write sized records: puts (single), txns (transactions)")
 	flag.StringVar(&variantShapes, "variant-shapes", "600", "the shapes (among -shapes) row 8 runs at: no filter, --equals, and a filter keeping none")
