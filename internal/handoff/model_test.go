@@ -81,6 +81,9 @@ type modelCase struct {
 	pairwiseAt int
 	filter     func(string, any) (bool, error)
 	equals     func(string, any, any) (bool, error)
+	// recycle: the reader gives each change batch back (Recycle) once
+	// it applied it, at once or after it read the next.
+	recycle bool
 	// source is the source's state, a bad record keeping the last good
 	// state (or the absence) of its id.
 	source map[string]int
@@ -106,10 +109,11 @@ func runModel(seed uint64, steps int) error {
 	if rng.IntN(2) == 0 {
 		m.equals = func(_ string, a, b any) (bool, error) { return a.(int)/10 == b.(int)/10, nil }
 	}
+	m.recycle = rng.IntN(3) != 0
 	err := m.run(steps, readP)
 	if err != nil {
-		return fmt.Errorf("%w\nids %v, MaxQueued %d, from %v (rebase at %d), filter %v, equals %v, read chance %v; trace:\n%s",
-			err, m.ids, m.maxQueued, m.from, m.rebaseAt, m.filter != nil, m.equals != nil, readP, joinLines(m.trace))
+		return fmt.Errorf("%w\nids %v, MaxQueued %d, from %v (rebase at %d), filter %v, equals %v, recycle %v, read chance %v; trace:\n%s",
+			err, m.ids, m.maxQueued, m.from, m.rebaseAt, m.filter != nil, m.equals != nil, m.recycle, readP, joinLines(m.trace))
 	}
 	return nil
 }
@@ -148,11 +152,41 @@ func (m *modelCase) run(steps int, readP float64) error {
 	empty, cancel := context.WithCancel(context.Background())
 	cancel() // Next with a done context returns at once when nothing is queued
 
+	// held is a change batch the reader applied and has not given back
+	// yet (recycle), and what it held when the reader got it: nothing
+	// may write over it until the reader gives it back.
+	var held, heldWas []nodeset.Change
+	giveBack := func() error {
+		if held == nil {
+			return nil
+		}
+		if !slices.Equal(held, heldWas) {
+			return fmt.Errorf("a batch the reader holds was written over: %v, was %v", held, heldWas)
+		}
+		q.Recycle(held)
+		held, heldWas = nil, nil
+		return nil
+	}
+
 	// read takes one batch if there is one and checks the reader's view.
-	read := func() (bool, error) {
+	read := func() (ok bool, err error) {
 		b, err := q.Next(empty)
 		if err != nil {
-			return false, nil
+			return false, giveBack()
+		}
+		if err := giveBack(); err != nil {
+			return true, err
+		}
+		if m.recycle && !b.Full() {
+			held, heldWas = b.Changes, slices.Clone(b.Changes)
+			if m.rng.IntN(2) == 0 {
+				// Given back once applied, as a run's loop does.
+				defer func() {
+					if err == nil {
+						err = giveBack()
+					}
+				}()
+			}
 		}
 		handed++
 		m.logf("  read %s", fmtBatch(b))

@@ -78,6 +78,9 @@ type Queue struct {
 	pairwiseAt int
 	closed     bool
 	err        error
+	// spares are arrays of batches the reader gave back (Recycle), for
+	// the next batches to be copied into; empty, at most maxSpares.
+	spares [][]nodeset.Change
 
 	// OnMerge, if set, is told how many queued changes a merge replaced:
 	// changes the reader will never get, because a later change of the
@@ -215,6 +218,7 @@ func (q *Queue) Put(b nodeset.Batch) {
 		q.putFull(b)
 	case len(q.changes) < q.maxQueued:
 		p := &pending{cause: b.Cause}
+		p.list = q.spare(len(b.Changes)) // add copies b's changes into it
 		p.add(b, nil, q.distinct(b.Changes))
 		q.changes = append(q.changes, p)
 	default:
@@ -330,10 +334,15 @@ var seenSets = sync.Pool{New: func() any { return map[string]struct{}{} }}
 
 // add merges the later batch b into p, and returns the number of
 // changes queued in p that its changes replaced; see put for forget. If
-// p is empty and b's ids are distinct, p keeps b's changes as a list.
+// p is empty and b's ids are distinct, p keeps b's changes as a list:
+// copied into the array of p.list, if it has one with room (empty: a
+// spare), else into one of its own.
 func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct bool) (merged int) {
 	switch {
-	case p.changes != nil || p.list != nil || forget != nil || !distinct:
+	case p.changes != nil || len(p.list) > 0 || forget != nil || !distinct:
+		if len(p.list) == 0 {
+			p.list = nil // a spare, not used
+		}
 		p.toMap()
 		for _, c := range b.Changes {
 			merged += p.put(c, forget)
@@ -341,6 +350,8 @@ func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct boo
 	case len(b.Changes) == 1:
 		p.one[0] = b.Changes[0]
 		p.list = p.one[:]
+	case cap(p.list) >= len(b.Changes):
+		p.list = append(p.list, b.Changes...)
 	default:
 		p.list = slices.Clone(b.Changes)
 	}
@@ -383,6 +394,49 @@ func (q *Queue) distinct(cs []nodeset.Change) bool {
 		}
 	}
 	return true
+}
+
+// Spares: at most maxSpares arrays given back, none of more than
+// maxSpareCap changes (a listing's is let go of). One is enough for a
+// reader that keeps up: the source copies each batch into the array of
+// the one the reader gave back before.
+const (
+	maxSpares   = 4
+	maxSpareCap = 1024
+)
+
+// Recycle gives back the changes of a change batch that Next returned
+// and the reader has applied: the queue may copy a later batch into
+// their array. The reader must not use cs, or anything that shares its
+// array, once it gave it back. Readers that keep their batches do not
+// call it.
+func (q *Queue) Recycle(cs []nodeset.Change) {
+	if cap(cs) < 2 || cap(cs) > maxSpareCap {
+		return // a one-change batch's array is its pending's
+	}
+	clear(cs)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.spares) < maxSpares {
+		q.spares = append(q.spares, cs[:0])
+	}
+}
+
+// spare returns an empty spare array with room for n changes, or nil;
+// q.mu must be held.
+func (q *Queue) spare(n int) []nodeset.Change {
+	if n < 2 {
+		return nil
+	}
+	for i := len(q.spares) - 1; i >= 0; i-- {
+		if s := q.spares[i]; cap(s) >= n {
+			q.spares[i] = q.spares[len(q.spares)-1]
+			q.spares[len(q.spares)-1] = nil
+			q.spares = q.spares[:len(q.spares)-1]
+			return s
+		}
+	}
+	return nil
 }
 
 // toMap moves p's list into its map.
@@ -492,17 +546,24 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 	for {
 		q.mu.Lock()
 		if p := q.pop(); p != nil {
-			q.mu.Unlock()
 			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: p.list}
 			switch {
 			case b.Changes == nil && p.changes == nil:
 				b.Changes = []nodeset.Change{}
 			case p.changes != nil:
-				b.Changes = make([]nodeset.Change, 0, len(p.changes))
+				if p.cause == nodeset.CauseChange {
+					b.Changes = q.spare(len(p.changes))
+				}
+				q.mu.Unlock()
+				if b.Changes == nil {
+					b.Changes = make([]nodeset.Change, 0, len(p.changes))
+				}
 				for _, c := range p.changes {
 					b.Changes = append(b.Changes, c)
 				}
+				return b, nil
 			}
+			q.mu.Unlock()
 			return b, nil
 		}
 		closed, err := q.closed, q.err

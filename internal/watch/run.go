@@ -474,6 +474,12 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		if r.o.Once && b.Synced {
 			return r.goalMet()
 		}
+		if !b.Full() {
+			// Nothing of the run keeps a change batch's slice once it
+			// is applied (the follower copies what it keeps): the
+			// source's next batch is copied into it.
+			q.Recycle(b.Changes)
+		}
 		settle(&b)
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
