@@ -340,10 +340,7 @@ var seenSets = sync.Pool{New: func() any { return map[string]struct{}{} }}
 func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct bool) (merged int) {
 	switch {
 	case p.changes != nil || len(p.list) > 0 || forget != nil || !distinct:
-		if len(p.list) == 0 {
-			p.list = nil // a spare, not used
-		}
-		p.toMap()
+		p.toMap() // lets go of a spare in p.list too
 		for _, c := range b.Changes {
 			merged += p.put(c, forget)
 		}
