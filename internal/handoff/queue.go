@@ -218,8 +218,11 @@ func (q *Queue) Put(b nodeset.Batch) {
 		q.putFull(b)
 	case len(q.changes) < q.maxQueued:
 		p := &pending{cause: b.Cause}
-		p.list = q.spare(len(b.Changes)) // add copies b's changes into it
-		p.add(b, nil, q.distinct(b.Changes))
+		distinct := q.distinct(b.Changes)
+		if distinct {
+			p.list = q.spare(len(b.Changes)) // add copies b's changes into it
+		}
+		p.add(b, nil, distinct)
 		q.changes = append(q.changes, p)
 	default:
 		into := q.changes[0]
@@ -335,22 +338,19 @@ var seenSets = sync.Pool{New: func() any { return map[string]struct{}{} }}
 // add merges the later batch b into p, and returns the number of
 // changes queued in p that its changes replaced; see put for forget. If
 // p is empty and b's ids are distinct, p keeps b's changes as a list:
-// copied into the array of p.list, if it has one with room (empty: a
-// spare), else into one of its own.
+// a copy, made in p.list's array if Put gave it a spare (empty, with room).
 func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct bool) (merged int) {
 	switch {
 	case p.changes != nil || len(p.list) > 0 || forget != nil || !distinct:
-		p.toMap() // lets go of a spare in p.list too
+		p.toMap()
 		for _, c := range b.Changes {
 			merged += p.put(c, forget)
 		}
 	case len(b.Changes) == 1:
 		p.one[0] = b.Changes[0]
 		p.list = p.one[:]
-	case cap(p.list) >= len(b.Changes):
-		p.list = append(p.list, b.Changes...)
 	default:
-		p.list = slices.Clone(b.Changes)
+		p.list = append(p.list, b.Changes...)
 	}
 	p.synced = p.synced || b.Synced
 	p.rev = max(p.rev, b.Rev)
@@ -545,24 +545,23 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 	for {
 		q.mu.Lock()
 		if p := q.pop(); p != nil {
+			var into []nodeset.Change // a merged change batch's, if a spare has room
+			if p.changes != nil && p.cause == nodeset.CauseChange {
+				into = q.spare(len(p.changes))
+			}
+			q.mu.Unlock()
 			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: p.list}
 			switch {
 			case b.Changes == nil && p.changes == nil:
 				b.Changes = []nodeset.Change{}
 			case p.changes != nil:
-				if p.cause == nodeset.CauseChange {
-					b.Changes = q.spare(len(p.changes))
-				}
-				q.mu.Unlock()
-				if b.Changes == nil {
+				if b.Changes = into; into == nil {
 					b.Changes = make([]nodeset.Change, 0, len(p.changes))
 				}
 				for _, c := range p.changes {
 					b.Changes = append(b.Changes, c)
 				}
-				return b, nil
 			}
-			q.mu.Unlock()
 			return b, nil
 		}
 		closed, err := q.closed, q.err
