@@ -145,8 +145,10 @@ func rowLive(ctx context.Context, c config, e *etcdServer, t *table) error {
 			}
 			lc.nwCPU, lc.ecCPU = append(lc.nwCPU, nw.perChange), append(lc.ecCPU, ec.perChange)
 			lc.nwRSS, lc.ecRSS = append(lc.nwRSS, nw.maxRSS), append(lc.ecRSS, ec.maxRSS)
-			fmt.Fprintf(os.Stderr, "row %d, %s, run %d: %s, %s per change, peak RSS %s, %s, in %v\n", lc.row, lc.name(), i+1,
-				micros(nw.perChange), micros(ec.perChange), mib(nw.maxRSS), mib(ec.maxRSS), time.Since(start).Round(time.Second/10))
+			// The run's ratio to three places, for alternations of two
+			// builds (the table rounds to two).
+			fmt.Fprintf(os.Stderr, "row %d, %s, run %d: %s, %s per change (ratio %.3f), peak RSS %s, %s, in %v\n", lc.row, lc.name(), i+1,
+				micros(nw.perChange), micros(ec.perChange), nw.perChange/ec.perChange, mib(nw.maxRSS), mib(ec.maxRSS), time.Since(start).Round(time.Second/10))
 		}
 		if nodesToo {
 			start := time.Now()

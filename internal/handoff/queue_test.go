@@ -306,3 +306,33 @@ func TestQueueFrom(t *testing.T) {
 		t.Errorf("base (-want +got):\n%s", diff)
 	}
 }
+
+// TestDistinct checks distinct against a set of the ids, on random
+// batches of every size its three ways take (pairwise, the pooled
+// table, a set of their own), with ids given twice or not, some of
+// them the same bytes in strings of their own (not interned).
+func TestDistinct(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	q := New(0)
+	for range 3000 {
+		n := rng.IntN(maxPooled + 40)
+		universe := n + rng.IntN(3*n+1)
+		if rng.IntN(2) == 0 {
+			universe = n // ids drawn from as many as the batch holds: mostly given twice
+		}
+		cs := make([]nodeset.Change, n)
+		want := true
+		seen := map[string]bool{}
+		for i := range cs {
+			id := fmt.Sprintf("/nodes/metropolis-%08x", rng.IntN(universe+1))
+			cs[i].ID = string([]byte(id))
+			if seen[id] {
+				want = false
+			}
+			seen[id] = true
+		}
+		if got := q.distinct(cs); got != want {
+			t.Fatalf("distinct(%d changes) = %v, want %v", n, got, want)
+		}
+	}
+}
