@@ -88,7 +88,9 @@ type Sink interface {
 // objects its filter keeps, so a change whose object the filter turns down
 // leaves the view as a deletion does, and the source may hand it on as
 // one, letting go of the object while it is fresh in the cache instead of
-// carrying it to the reader to be turned down there.
+// carrying it to the reader to be turned down there; if it handed on the
+// id's last change as such a deletion too, it may leave the change out
+// (the reader does not have the id).
 type Judge interface {
 	// Keeps reports whether the reader's filter keeps obj (keep), when
 	// it can tell without an error, and fast (decided); the reader
