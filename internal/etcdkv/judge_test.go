@@ -53,9 +53,11 @@ func (j judging) Keeps(obj any) (bool, bool) { return j.filter.TruthyFast(obj) }
 // it fails on (a string, an array: the follower warns), values that are
 // not JSON (Undecodable under --value json), values of DecodeFrom's size
 // (which the watcher keeps a reference to), puts of the same bytes and
-// deletions. Each follower runs as the watcher does, as a run's does (the
-// two share the filter), and frees what it lets go of (in the race
-// detector's builds, overwriting all of it).
+// deletions, and records with more members than a Doc holds the Index
+// of in itself. Updates are compared with what they print as changed,
+// which the objects' Indexes find. Each follower runs as the watcher
+// does, as a run's does (the two share the filter), and frees what it
+// lets go of (in the race detector's builds, overwriting all of it).
 func TestWatcherJudges(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/j/k0", `{"state":"UP"}`)
 	ctx := context.Background()
@@ -67,7 +69,7 @@ func TestWatcherJudges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 5))
 	value := func() string {
 		state := []string{"UP", "DOWN"}[rng.IntN(2)]
-		switch rng.IntN(13) {
+		switch rng.IntN(14) {
 		case 0:
 			return "not json {" // Undecodable
 		case 1:
@@ -78,6 +80,14 @@ func TestWatcherJudges(t *testing.T) {
 			return `{"state":null}`
 		case 4:
 			return fmt.Sprintf(` { "state" : %q } `, state) // compacted
+		case 7:
+			// More members than a Doc holds the Index of in itself.
+			var b strings.Builder
+			fmt.Fprintf(&b, `{"state":%q`, state)
+			for m := range jsondoc.InlineIndex + 4 {
+				fmt.Fprintf(&b, `,"m%d":%d`, m, rng.IntN(2))
+			}
+			return b.String() + "}"
 		case 5, 6:
 			return fmt.Sprintf(`{"state":%q,"n":%d,"big":"%s"}`, state, rng.IntN(2), strings.Repeat("x", fromMin))
 		}
@@ -186,6 +196,7 @@ func follow(t *testing.T, filter *jq.Program, in <-chan nodeset.Batch, last int6
 		}
 		return fmt.Sprint(o)
 	}
+	var differ jsondoc.Differ
 	timeout := time.After(testkit.Timeout)
 	for {
 		var b nodeset.Batch
@@ -195,7 +206,13 @@ func follow(t *testing.T, filter *jq.Program, in <-chan nodeset.Batch, last int6
 			t.Fatalf("no batch at rev %d within %v", last, testkit.Timeout)
 		}
 		err := f.Apply(b, func(ev nodeset.Event) error {
-			fmt.Fprintf(&out, "%v %s %s %s rev %d\n", ev.Type, ev.ID, text(ev.Object), text(ev.Prev), ev.Rev)
+			fmt.Fprintf(&out, "%v %s %s %s rev %d", ev.Type, ev.ID, text(ev.Object), text(ev.Prev), ev.Rev)
+			if a, ok := ev.Prev.(*jsondoc.Doc); ok && ev.Type == nodeset.Updated {
+				// What an update prints as changed, which the objects'
+				// Indexes find.
+				fmt.Fprintf(&out, " changed %v", differ.Diff(a, ev.Object.(*jsondoc.Doc)))
+			}
+			out.WriteByte('\n')
 			return nil
 		})
 		if err != nil {
