@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -92,44 +94,91 @@ func Open(path string, follows []Field) (*Store, error) {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("--state %s: %w: %v", path, ErrBad, err)
 	}
-	fresh := err != nil
 	s := &Store{path: path}
-	if !fresh {
-		// Read-only first: bbolt's read-write open reads the freelist
-		// (which faults on a file cut short) and may write it back.
-		if s.db, err = s.open(true); err != nil {
+	if err != nil { // none yet
+		switch err := s.make(follows); {
+		case errors.Is(err, fs.ErrExist):
+			// Made by another run meanwhile: opened as any file is.
+		case err != nil:
 			return nil, err
 		}
-		err = s.check(follows, fi.Size())
-		s.db.Close()
-		if err != nil {
-			return nil, err
+		if fi, err = os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--state %s: %w: %v", path, ErrBad, err)
 		}
 	}
-	if s.db, err = s.open(false); err != nil {
+	// Read-only first: bbolt's read-write open reads the freelist (which
+	// faults on a file cut short) and may write it back.
+	if s.db, err = s.open(s.path, true); err != nil {
 		return nil, err
 	}
-	if fresh {
-		if err := s.create(follows); err != nil {
-			s.db.Close()
-			os.Remove(path)
-			return nil, err
-		}
+	err = s.check(follows, fi.Size())
+	s.db.Close()
+	if err != nil {
+		return nil, err
+	}
+	if s.db, err = s.open(s.path, false); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
+// make makes a new state file at s.path, whole or not at all: under a
+// temporary name beside it, then, once its meta is written, linked to
+// its name, which fails (fs.ErrExist) if a file took that name
+// meanwhile. A run killed while it made the file leaves at most the
+// temporary one, never a bbolt database without nodewatch's meta that
+// the next run would refuse (as it did when the file was made in place).
+func (s *Store) make(follows []Field) error {
+	dir, base := filepath.Split(s.path)
+	tmp, err := os.CreateTemp(dir, "."+base+".new-*")
+	if err != nil {
+		return fmt.Errorf("--state %s: %w: %v", s.path, ErrBad, err)
+	}
+	name := tmp.Name()
+	tmp.Close()
+	defer os.Remove(name)
+	if s.db, err = s.open(name, false); err != nil { // bbolt makes a database of an empty file
+		return err
+	}
+	crashPoint("made")
+	err = s.create(follows)
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	s.db = nil
+	if err != nil {
+		return fmt.Errorf("--state %s: %w: %v", s.path, ErrBad, err)
+	}
+	crashPoint("written")
+	if err := os.Link(name, s.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return fmt.Errorf("--state %s: %w: %v", s.path, ErrBad, err)
+	}
+	// The name, as the file, survives a crash.
+	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// crashPoint, if set, is called at each step of making a new file (a
+// test's hook, which ends the goroutine there, as a kill would).
+var crashPoint = func(step string) {}
+
 // open opens the file with bbolt, read-only or not. bbolt's read-write
 // open reads the freelist, and panics when it is damaged: that is a bad
 // file too (its descriptor is lost; the run ends).
-func (s *Store) open(readOnly bool) (db *bolt.DB, err error) {
+func (s *Store) open(path string, readOnly bool) (db *bolt.DB, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			db, err = nil, s.bad("%v", p)
 		}
 	}()
-	db, err = bolt.Open(s.path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait, ReadOnly: readOnly})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("--state %s: %w%s: one file follows for one run at a time", s.path, ErrHeld, holder(s.path))

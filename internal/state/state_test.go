@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -683,6 +684,40 @@ func update(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	defer db.Close()
 	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNewFileKilled: a run killed at any step of making a new file (its
+// goroutine ended there, as a kill would end it) leaves no file under the
+// state's name, and the next run makes one and uses it. Made in place, the
+// file was a bbolt database without nodewatch's meta from the moment bbolt
+// had opened it, and every later run refused it.
+func TestNewFileKilled(t *testing.T) {
+	for _, step := range []string{"made", "written"} {
+		t.Run(step, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state")
+			crashPoint = func(at string) {
+				if at == step {
+					runtime.Goexit()
+				}
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				Open(path, follows)
+				t.Error("Open went on past the kill")
+			}()
+			<-done
+			crashPoint = func(string) {}
+			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("after a kill at %q: %v, want no file", step, err)
+			}
+			s := open(t, path)
+			defer s.Close()
+			if s.Resumed() {
+				t.Errorf("a new file resumed")
+			}
+		})
 	}
 }
 
