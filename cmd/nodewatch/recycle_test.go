@@ -107,18 +107,17 @@ func largeValuesRun(t *testing.T, mode string, stalled, resync bool) {
 			k, states[rng.IntN(len(states))], rng.IntN(1000), strings.Repeat("x", sizes[rng.IntN(len(sizes))]), rng.IntN(3))
 	}
 	ctx := context.Background()
+	// Unless it is stalled, the view catches up with the writes every 50
+	// transactions (fewer batches than the hand-off keeps apart) while the
+	// watcher is connected: the writes come faster than it prints, and on
+	// a loaded machine the hand-off would otherwise merge most of them (as
+	// it must), leaving few events to test with.
+	catchUp := func() {
+		etcdtest.Put(t, c, "/big/zz-mark", `{"state":"UP"}`)
+		read(`"id":"/big/zz-mark"`)
+		etcdtest.Delete(t, c, "/big/zz-mark")
+	}
 	for i := range 500 {
-		// Unless it is stalled, the view catches up with the writes
-		// every 50 transactions (fewer batches than the hand-off keeps
-		// apart) while the watcher is connected: the writes come faster
-		// than it prints, and on a loaded machine the hand-off would
-		// otherwise merge most of them (as it must), leaving few events
-		// to test with.
-		catchUp := func() {
-			etcdtest.Put(t, c, "/big/zz-mark", `{"state":"UP"}`)
-			read(`"id":"/big/zz-mark"`)
-			etcdtest.Delete(t, c, "/big/zz-mark")
-		}
 		cut := resync && i > 200 && i <= 300 // the watcher is cut off before transaction i
 		if !stalled && i > 0 && i%50 == 0 && !cut {
 			catchUp()

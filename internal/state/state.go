@@ -164,8 +164,8 @@ func (s *Store) make(follows []Field) error {
 	return nil
 }
 
-// crashPoint, if set, is called at each step of making a new file (a
-// test's hook, which ends the goroutine there, as a kill would).
+// crashPoint is called at each step of making a new file: a no-op, but
+// for a test that ends the goroutine there, as a kill would.
 var crashPoint = func(step string) {}
 
 // open opens the file with bbolt, read-only or not. bbolt's read-write
