@@ -43,6 +43,7 @@ type config struct {
 	profile                  string
 	rate                     int // row 4: puts per second
 	latencyFor               time.Duration
+	latencyDump              string // row 4: a directory for each run's latencies
 	streams, conns           int    // row 6
 	manyStreams, manyConns   int    // row 9
 	updates                  int    // rows 6, 9
@@ -107,6 +108,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.profile, "profile", "", "write CPU and allocation profiles of nodewatch in the live rows (3, 7, 8) and of row 2's serve to DIR/<row>-<shape>[-mem].pprof, the last pair's (NODEWATCH_CPUPROFILE, NODEWATCH_MEMPROFILE; profiling adds to its CPU)")
 	flag.IntVar(&c.rate, "rate", 1000, "puts per second in the latency row (4)")
 	flag.DurationVar(&c.latencyFor, "latency-for", 5*time.Second, "how long each latency run puts (4)")
+	flag.StringVar(&c.latencyDump, "latency-dump", "", "write each latency run's puts (index, seconds since the first ack, latency in seconds) into a file in this directory (4)")
 	flag.IntVar(&c.streams, "streams", 1000, "Watch streams on serve (6)")
 	flag.IntVar(&c.conns, "conns", 10, "connections the streams of row 6 share")
 	flag.IntVar(&c.manyStreams, "many-streams", 10000, "Watch streams on serve (9)")

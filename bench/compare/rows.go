@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -321,6 +323,15 @@ func latencyRun(ctx context.Context, c config, e *etcdServer, tool string) (p50,
 		}
 		mu.Unlock()
 		if missing == 0 {
+			if c.latencyDump != "" {
+				var b strings.Builder
+				for i := range n {
+					fmt.Fprintf(&b, "%d %.6f %.6f\n", i, acked[i].Sub(acked[0]).Seconds(), lat[i])
+				}
+				if err := os.WriteFile(filepath.Join(c.latencyDump, fmt.Sprintf("%s-%d", tool, time.Now().UnixNano())), []byte(b.String()), 0o644); err != nil {
+					return 0, 0, err
+				}
+			}
 			return percentile(lat, 50), percentile(lat, 99), nil
 		}
 		if time.Now().After(deadline) {

@@ -140,17 +140,25 @@ func (p *proc) nextHeartbeat(t *testing.T) heartbeatLine {
 }
 
 // TestKeyHeartbeat: `key --heartbeat` prints heartbeats while nothing
-// changes, each at a revision etcd confirmed: writes elsewhere in etcd
-// move it on (a timer alone would repeat the last printed revision), and
-// it never goes backwards.
+// changes, each at a revision etcd confirmed: also while nothing at all is
+// written; writes elsewhere in etcd move it on (a timer alone would
+// repeat the last printed revision), and it never goes backwards.
 func TestKeyHeartbeat(t *testing.T) {
 	t.Parallel()
 	ep, c := etcdtest.StartWith(t, "/h/a", `"1"`)
+	listed := etcdtest.Put(t, c, "/elsewhere/0", "x")
 	p := start(t, "key", "--prefix", "/h/", "--etcd", ep, "--heartbeat", "300ms")
 	p.batch(t)
+	// Nothing is written yet: the watch starts after etcd's revision,
+	// where etcd answers no progress request, and is confirmed anyway.
+	for range 2 {
+		if hb := p.nextHeartbeat(t); hb.Confirmed != "watch" || hb.Rev != listed {
+			t.Fatalf("heartbeat %+v while etcd is quiet: want confirmed \"watch\" at rev %d", hb, listed)
+		}
+	}
 	var last int64
 	for i := range 6 {
-		rev := etcdtest.Put(t, c, fmt.Sprintf("/elsewhere/%d", i), "x") // not watched
+		rev := etcdtest.Put(t, c, fmt.Sprintf("/elsewhere/%d", i+1), "x") // not watched
 		for {
 			hb := p.nextHeartbeat(t)
 			if hb.Confirmed != "watch" {

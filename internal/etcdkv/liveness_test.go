@@ -2,8 +2,12 @@ package etcdkv
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,5 +73,175 @@ func TestWatcherSilentConnection(t *testing.T) {
 	}
 	if n := strings.Count(text, "current again"); n != 1 {
 		t.Errorf("%d recovery lines, want 1:\n%s", n, text)
+	}
+}
+
+// TestWatcherQuietEtcd: a watch opened while nothing is written to etcd
+// starts at the next revision, where etcd answers no progress request
+// (it is in sync at once: no 100 ms of catching up). It still proves
+// itself current, at the revision it listed, for twice the keepalive
+// deadline: no silence, no restart. Then a change comes as usual, and
+// so do etcd's own progress answers.
+func TestWatcherQuietEtcd(t *testing.T) {
+	t.Parallel()
+	url, c := etcdtest.StartWith(t, "/q/a", "1")
+	log := &testkit.Buffer{}
+	var stale atomic.Int32
+	ka := dial.Keepalive{Time: 500 * time.Millisecond, Timeout: 2 * time.Second}
+	src := &Source{
+		Config: Config{Endpoints: []string{url}, Keepalive: ka},
+		Watcher: Watcher{Key: "/q/", Prefix: true, Decode: value, Logf: log.Logf, ConfirmEvery: 200 * time.Millisecond,
+			OnCurrent: func(current bool) {
+				if !current {
+					stale.Add(1)
+				}
+			}},
+	}
+	q := startWatcher(t, src)
+	b := next(t, q)
+	if b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
+		t.Fatalf("initial batch: %+v", b)
+	}
+	listed := b.Rev
+	confirmations := func(d time.Duration) (n int) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		for {
+			b, err := q.Next(ctx)
+			if err != nil {
+				return n
+			}
+			if len(b.Changes) > 0 || !b.Confirmed {
+				t.Fatalf("while etcd was quiet: %+v", b)
+			}
+			if b.Rev != listed {
+				t.Fatalf("confirmed at rev %d, want %d (etcd's)", b.Rev, listed)
+			}
+			n++
+		}
+	}
+	n := confirmations(2 * (ka.Time + ka.Timeout))
+	if n < 2 || stale.Load() != 0 || strings.Contains(log.String(), "silent") {
+		t.Fatalf("%d confirmations, %d times not current, in twice the keepalive deadline of a quiet etcd; log:\n%s", n, stale.Load(), log)
+	}
+	rev := etcdtest.Put(t, c, "/q/b", "2")
+	if b := next(t, q); len(b.Changes) != 1 || b.Changes[0].ID != "/q/b" || b.Rev != rev {
+		t.Fatalf("after the quiet: %+v, want /q/b at rev %d", b, rev)
+	}
+	etcdtest.Put(t, c, "/elsewhere", "x") // not watched: a progress answer confirms it
+	testkit.Eventually(t, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		b, err := q.Next(ctx)
+		if err != nil || !b.Confirmed || b.Rev != rev+1 {
+			return fmt.Errorf("no confirmation at rev %d yet (%+v, %v)", rev+1, b, err)
+		}
+		return nil
+	})
+}
+
+// TestWatcherConfirms: over a random history of changes to two watched
+// prefixes, writes elsewhere, quiet spells (in which the watch is
+// confirmed by etcd's progress answers or, while it starts after etcd's
+// revision, by etcd's revision) and broken connections, every batch
+// confirmed at a revision finds the watcher's view equal to etcd's state
+// at that revision, which etcd has reached, and the confirmed revisions
+// never go backwards.
+func TestWatcherConfirms(t *testing.T) {
+	t.Parallel()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	ep, c := etcdtest.StartWith(t)
+	proxy := etcdtest.NewProxy(t, ep)
+	pc := etcdtest.Client(t, proxy.Endpoint)
+	w := &Watcher{Client: pc, Key: "/c/a/", Prefix: true, Also: []string{"/c/b/"}, Decode: value,
+		MaxBackoff: 200 * time.Millisecond, ConfirmEvery: 50 * time.Millisecond,
+		Keepalive: dial.Keepalive{Time: 200 * time.Millisecond, Timeout: time.Minute}}
+	q := startWatcher(t, w)
+	var mu sync.Mutex
+	puts := map[string][]int64{} // each watched key's revisions
+	var batches []nodeset.Batch
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			b, err := q.Next(context.Background())
+			if err != nil {
+				return
+			}
+			b.Changes = slices.Clone(b.Changes)
+			if b.Confirmed {
+				// etcd is at least at the revision confirmed.
+				if resp, err := c.Get(context.Background(), "/elsewhere"); err == nil && resp.Header.Revision < b.Rev {
+					t.Errorf("confirmed at rev %d; etcd is at %d", b.Rev, resp.Header.Revision)
+				}
+			}
+			mu.Lock()
+			batches = append(batches, b)
+			mu.Unlock()
+		}
+	}()
+	keys := []string{"/c/a/1", "/c/a/2", "/c/a/3", "/c/b/1", "/c/b/2"}
+	var last int64
+	for range 60 {
+		switch p := rng.IntN(100); {
+		case p < 35:
+			k := keys[rng.IntN(len(keys))]
+			rev := etcdtest.Put(t, c, k, fmt.Sprint(rng.IntN(100)))
+			mu.Lock()
+			puts[k] = append(puts[k], rev)
+			mu.Unlock()
+			last = rev
+		case p < 45:
+			etcdtest.Put(t, c, "/elsewhere", "x")
+		case p < 80:
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		default:
+			// A new stream; if nothing is written before the next
+			// change, it starts after etcd's revision.
+			proxy.Cut()
+			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+			proxy.Restore()
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		}
+	}
+	// Wait for the last change, and a confirmation at or after it.
+	testkit.Eventually(t, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, b := range batches {
+			if b.Confirmed && b.Rev >= last {
+				return nil
+			}
+		}
+		return fmt.Errorf("no confirmation at rev %d or later yet", last)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	view := map[string]int64{}
+	var confirmed int64
+	for i, b := range batches {
+		for _, ch := range b.Changes {
+			view[ch.ID] = ch.Rev
+		}
+		if !b.Confirmed {
+			continue
+		}
+		if b.Rev < confirmed {
+			t.Fatalf("batch %d confirmed at rev %d after %d", i, b.Rev, confirmed)
+		}
+		confirmed = b.Rev
+		for _, k := range keys {
+			var want int64 // the key's revision at b.Rev
+			for _, r := range puts[k] {
+				if r <= b.Rev {
+					want = r
+				}
+			}
+			if view[k] != want {
+				t.Fatalf("batch %d confirmed at rev %d: %s at rev %d in the view, %d in etcd", i, b.Rev, k, view[k], want)
+			}
+		}
 	}
 }

@@ -408,9 +408,9 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 	}
 }
 
-// watchOnce runs one etcd watch per range, range i from revs[i]+1, on
-// one stream, and keeps revs[i] at the last revision delivered for it. It
-// returns the error that ended the stream.
+// watchOnce runs one etcd watch per range on one stream, and delivers
+// range i's changes after revs[i], keeping revs[i] at the last revision
+// delivered for it. It returns the error that ended the stream.
 //
 // It speaks etcd's Watch RPC itself rather than through clientv3's
 // Watcher, which hands every response through three goroutines of its
@@ -448,13 +448,17 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	if err != nil {
 		return rpctypes.Error(err)
 	}
-	for i, r := range ranges {
-		// Each watch starts at the revision already delivered, not the
-		// next: etcd answers a progress request only for watches whose
-		// start is not in the future, and a quiet key must be
-		// confirmable at once. The events of that revision, sent again,
-		// are skipped below.
-		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: max(revs[i], 1), ProgressNotify: len(ranges) > 1}
+	// Every watch starts at the revision after the lowest delivered, and
+	// events a range already delivered are skipped below. A watch that
+	// starts at a revision etcd already has is one etcd must catch up,
+	// and it does that every 100 ms: the changes made in the first 100 ms
+	// after a start came late (row 4 of BENCHMARKS.md). One that starts
+	// at the next revision is current at once. But etcd does not answer a
+	// progress request while a watch of the stream starts after its
+	// revision, that is, until something is written: see ahead.
+	start := slices.Min(revs) + 1
+	for _, r := range ranges {
+		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: start, ProgressNotify: len(ranges) > 1}
 		if r.end != "" {
 			create.RangeEnd = []byte(r.end)
 		}
@@ -468,10 +472,11 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	}
 	heard := &atomic.Int64{} // when this stream last received anything
 	heard.Store(time.Now().UnixNano())
+	ah := &ahead{start: start}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	wg.Go(func() { w.prove(wctx, stream, heard, server, cancel) })
+	wg.Go(func() { w.prove(wctx, stream, heard, server, cancel, ah, ranges[0].key, out) })
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
@@ -482,8 +487,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			answered.Store(true)
 			now := time.Now()
 			heard.Store(now.UnixNano())
-			if d, ok := w.live.heard(now); ok {
-				w.logf("watch %q: current again via %s after %v without confirmation", w.Key, server, d.Round(time.Millisecond))
+			w.current(now, server)
+			if resp.HasHeader && resp.Revision >= start {
+				ah.end()
 			}
 		}
 		switch {
@@ -509,6 +515,9 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				return fmt.Errorf("etcd created more watches than asked for")
 			}
 			ranged[resp.WatchID] = len(ranged)
+			if len(ranged) == len(ranges) && resp.Revision < start {
+				ah.begin() // every watch is created, and starts after etcd's revision
+			}
 		}
 		i, ok := ranged[resp.WatchID]
 		if !ok {
@@ -565,13 +574,86 @@ var errSilent = errors.New("no answer")
 // through cancel, and the connections that went silent with it are
 // closed, so that the next stream goes over a new one. Once the creates
 // are sent, prove is the only sender on stream.
-func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc) {
+//
+// While the watches start after etcd's revision (ah), etcd drops the
+// progress requests, so prove also asks for etcd's revision (a
+// linearizable read of key alone, keys only): if it is still the one
+// before the watches' start, nothing was written since, and that
+// answer confirms the watches current at it, as a progress answer
+// would, with a Confirmed batch put to out.
+func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc, ah *ahead, key string, out nodeset.Sink) {
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
+	probe := &pb.RangeRequest{Key: []byte(key), KeysOnly: true, Limit: 1}
 	w.live.ka.Prove(ctx, w.ConfirmEvery, heard,
-		func(context.Context) (bool, error) { return false, stream.SendMsg(progress) },
+		func(ctx context.Context) (bool, error) {
+			if err := stream.SendMsg(progress); err != nil || !ah.on.Load() {
+				return false, err
+			}
+			resp := &etcdwire.RangeResponse{}
+			if err := w.Client.ActiveConnection().Invoke(ctx, etcdwire.RangeMethod, probe, resp, grpc.ForceCodecV2(etcdwire.Codec{})); err != nil || !resp.HasHeader {
+				return false, nil // no answer this round
+			}
+			if !ah.confirm(resp.Revision, out) {
+				return false, nil // written since: the next progress request is answered
+			}
+			w.current(time.Now(), server)
+			return true, nil
+		},
 		func(quiet time.Duration) {
 			cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
 		})
+}
+
+// current records a confirmation that the watch is current, heard
+// through server, and logs it if it ends a time without one.
+func (w *Watcher) current(now time.Time, server string) {
+	if d, ok := w.live.heard(now); ok {
+		w.logf("watch %q: current again via %s after %v without confirmation", w.Key, server, d.Round(time.Millisecond))
+	}
+}
+
+// ahead says whether the watches of a stream start after etcd's revision
+// (start is theirs), which etcd's answer to their creation tells and the
+// first response at start or later ends. While it lasts, prove confirms
+// them current at start - 1 (confirm), which etcd's progress answers do
+// once it ends; the stream's reader puts no batch before it ends (they
+// are all at start or later), so the two never put at once, nor out of
+// order.
+type ahead struct {
+	start int64
+	on    atomic.Bool
+	mu    sync.Mutex // held while on is cleared, and by confirm
+}
+
+func (a *ahead) begin() { a.on.Store(true) }
+
+// end is called by the stream's reader for each response at start or
+// later, before it puts a batch.
+func (a *ahead) end() {
+	if a.on.Load() {
+		a.mu.Lock()
+		a.on.Store(false)
+		a.mu.Unlock()
+	}
+}
+
+// confirm puts a Confirmed batch at rev to out and returns true if the
+// watches are still ahead and rev, etcd's revision, is the one before
+// their start; it ends ahead if rev is later.
+func (a *ahead) confirm(rev int64, out nodeset.Sink) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.on.Load() {
+		return false
+	}
+	if rev >= a.start {
+		a.on.Store(false)
+	}
+	if rev != a.start-1 {
+		return false
+	}
+	out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev, Confirmed: true})
+	return true
 }
 
 // closeSilent closes Client's connections that read nothing for
