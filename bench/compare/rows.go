@@ -220,12 +220,13 @@ var seqRe = regexp.MustCompile(`"seq":(\d+)`)
 // the other, alternated.
 func rowLatency(ctx context.Context, c config, e *etcdServer, t *table) error {
 	var nwP99, ecP99, nwP50, ecP50 []float64
-	for range c.pairs {
+	for run := range c.pairs {
 		for _, tool := range []string{"nodewatch", "etcdctl"} {
 			p50, p99, err := latencyRun(ctx, c, e, tool)
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(os.Stderr, "row 4, %s, run %d: p50 %s, p99 %s\n", tool, run+1, millis(p50), millis(p99))
 			if tool == "nodewatch" {
 				nwP50, nwP99 = append(nwP50, p50), append(nwP99, p99)
 			} else {
