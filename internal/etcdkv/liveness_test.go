@@ -87,7 +87,7 @@ func TestWatcherQuietEtcd(t *testing.T) {
 	url, c := etcdtest.StartWith(t, "/q/a", "1")
 	log := &testkit.Buffer{}
 	var stale atomic.Int32
-	ka := dial.Keepalive{Time: 500 * time.Millisecond, Timeout: 2 * time.Second}
+	ka := dial.Keepalive{Time: 500 * time.Millisecond, Timeout: 3 * time.Second}
 	src := &Source{
 		Config: Config{Endpoints: []string{url}, Keepalive: ka},
 		Watcher: Watcher{Key: "/q/", Prefix: true, Decode: value, Logf: log.Logf, ConfirmEvery: 200 * time.Millisecond,
