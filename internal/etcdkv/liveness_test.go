@@ -146,7 +146,7 @@ func TestWatcherQuietEtcd(t *testing.T) {
 // revision, by etcd's revision) and broken connections, every batch
 // confirmed at a revision finds the watcher's view equal to etcd's state
 // at that revision, which etcd has reached, and the confirmed revisions
-// never go backwards.
+// never go backwards; no change comes twice.
 func TestWatcherConfirms(t *testing.T) {
 	t.Parallel()
 	seed := time.Now().UnixNano()
@@ -162,6 +162,7 @@ func TestWatcherConfirms(t *testing.T) {
 	var mu sync.Mutex
 	puts := map[string][]int64{} // each watched key's revisions
 	var batches []nodeset.Batch
+	var problems []string // the reader's, which outlives the test
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -171,14 +172,18 @@ func TestWatcherConfirms(t *testing.T) {
 				return
 			}
 			b.Changes = slices.Clone(b.Changes)
+			var problem string
 			if b.Confirmed {
 				// etcd is at least at the revision confirmed.
 				if resp, err := c.Get(context.Background(), "/elsewhere"); err == nil && resp.Header.Revision < b.Rev {
-					t.Errorf("confirmed at rev %d; etcd is at %d", b.Rev, resp.Header.Revision)
+					problem = fmt.Sprintf("confirmed at rev %d; etcd is at %d", b.Rev, resp.Header.Revision)
 				}
 			}
 			mu.Lock()
 			batches = append(batches, b)
+			if problem != "" {
+				problems = append(problems, problem)
+			}
 			mu.Unlock()
 		}
 	}()
@@ -219,10 +224,19 @@ func TestWatcherConfirms(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatal(strings.Join(problems, "\n"))
+	}
 	view := map[string]int64{}
 	var confirmed int64
 	for i, b := range batches {
 		for _, ch := range b.Changes {
+			// Each key's changes come once each, in order, and are
+			// changes made to it (the hand-off may merge a key's
+			// changes into its last).
+			if ch.Rev <= view[ch.ID] || !slices.Contains(puts[ch.ID], ch.Rev) {
+				t.Fatalf("batch %d: %s at rev %d, after rev %d; its changes were at %v", i, ch.ID, ch.Rev, view[ch.ID], puts[ch.ID])
+			}
 			view[ch.ID] = ch.Rev
 		}
 		if !b.Confirmed {

@@ -373,8 +373,9 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 
 // watch follows changes after rev until the history is gone (returns nil)
 // or ctx ends (returns ctx.Err()). Each range (Key, and Also's prefixes)
-// keeps the last revision it delivered, and a broken watch resumes each
-// from its own: one quiet range does not make another deliver again.
+// keeps the last revision it delivered, and a broken watch resumes every
+// range from the lowest (see watchOnce), each skipping what it delivered
+// already: one quiet range does not make another deliver again.
 func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error {
 	ranges := w.ranges()
 	revs := make([]int64, len(ranges))
@@ -580,7 +581,11 @@ var errSilent = errors.New("no answer")
 // linearizable read of key alone, keys only): if it is still the one
 // before the watches' start, nothing was written since, and that
 // answer confirms the watches current at it, as a progress answer
-// would, with a Confirmed batch put to out.
+// would, with a Confirmed batch put to out. The read goes over the
+// client's connections, which may reach another member: while nothing is
+// written it proves etcd rather than this stream, which can miss nothing
+// meanwhile; once something is written, progress answers prove the stream
+// again, or its silence ends it.
 func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc, ah *ahead, key string, out nodeset.Sink) {
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
 	probe := &pb.RangeRequest{Key: []byte(key), KeysOnly: true, Limit: 1}
@@ -616,9 +621,12 @@ func (w *Watcher) current(now time.Time, server string) {
 // (start is theirs), which etcd's answer to their creation tells and the
 // first response at start or later ends. While it lasts, prove confirms
 // them current at start - 1 (confirm), which etcd's progress answers do
-// once it ends; the stream's reader puts no batch before it ends (they
+// once it ends. The stream's reader ends it before it puts a batch (they
 // are all at start or later), so the two never put at once, nor out of
-// order.
+// order. With several ranges, etcd may send one watch's events before
+// another's creation, so that the reader puts a batch before it begins;
+// then etcd's revision, read after that, is start or later, and confirm
+// ends it without putting.
 type ahead struct {
 	start int64
 	on    atomic.Bool
