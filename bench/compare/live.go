@@ -147,8 +147,8 @@ func rowLive(ctx context.Context, c config, e *etcdServer, t *table) error {
 			lc.nwRSS, lc.ecRSS = append(lc.nwRSS, nw.maxRSS), append(lc.ecRSS, ec.maxRSS)
 			// The run's ratio to three places, for alternations of two
 			// builds (the table rounds to two).
-			fmt.Fprintf(os.Stderr, "row %d, %s, run %d: %s, %s per change (ratio %.3f), peak RSS %s, %s, in %v\n", lc.row, lc.name(), i+1,
-				micros(nw.perChange), micros(ec.perChange), nw.perChange/ec.perChange, mib(nw.maxRSS), mib(ec.maxRSS), time.Since(start).Round(time.Second/10))
+			fmt.Fprintf(os.Stderr, "row %d, %s, run %d: %s, %s per change (ratio %.3f), peak RSS %s, %s, page faults %d, %d, in %v\n", lc.row, lc.name(), i+1,
+				micros(nw.perChange), micros(ec.perChange), nw.perChange/ec.perChange, mib(nw.maxRSS), mib(ec.maxRSS), nw.faults, ec.faults, time.Since(start).Round(time.Second/10))
 		}
 		if nodesToo {
 			start := time.Now()
@@ -206,6 +206,7 @@ func prepare(ctx context.Context, c config, e *etcdServer, s shape, mode string,
 type liveUsage struct {
 	perChange float64 // CPU seconds per change
 	maxRSS    float64 // bytes
+	faults    int64   // minor page faults
 }
 
 // liveRun is one run of lc: its records written, nodewatch key and
@@ -231,7 +232,7 @@ func liveRun(ctx context.Context, c config, e *etcdServer, lc *liveCase, seed in
 	if err != nil {
 		return nw, ec, err
 	}
-	per := func(u usage) liveUsage { return liveUsage{u.cpu.Seconds() / float64(n), float64(u.maxRSS)} }
+	per := func(u usage) liveUsage { return liveUsage{u.cpu.Seconds() / float64(n), float64(u.maxRSS), u.faults} }
 	return per(a), per(b), nil
 }
 

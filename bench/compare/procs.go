@@ -26,6 +26,10 @@ type usage struct {
 	wall   time.Duration
 	cpu    time.Duration // user + system
 	maxRSS int64         // bytes
+	// faults is the minor page faults of a follower (live rows): on
+	// this machine's VM a fresh page costs 10–19 µs (BENCHMARKS.md), so
+	// they are much of a start's CPU.
+	faults int64
 }
 
 // finish waits for cmd and returns its usage; start is when it was started.
@@ -36,6 +40,7 @@ func finish(cmd *exec.Cmd, start time.Time) (usage, error) {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 			u.maxRSS = ru.Maxrss * 1024
+			u.faults = ru.Minflt
 		}
 	}
 	return u, err
