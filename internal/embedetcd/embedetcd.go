@@ -88,7 +88,9 @@ func start(cfg Config) (*Server, error) {
 		}
 	}
 	peerAddr := cfg.PeerAddr
-	if peerAddr == "" {
+	// A port free a moment ago may be handed out again: never the
+	// client's.
+	for peerAddr == "" || peerAddr == clientAddr && cfg.PeerAddr == "" {
 		var err error
 		if peerAddr, err = FreeAddr(); err != nil {
 			return nil, err
