@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -88,9 +89,7 @@ func start(cfg Config) (*Server, error) {
 		}
 	}
 	peerAddr := cfg.PeerAddr
-	// A port free a moment ago may be handed out again: never the
-	// client's.
-	for peerAddr == "" || peerAddr == clientAddr && cfg.PeerAddr == "" {
+	if peerAddr == "" {
 		var err error
 		if peerAddr, err = FreeAddr(); err != nil {
 			return nil, err
@@ -159,12 +158,40 @@ func (s *Server) Kill() {
 // FreeAddr returns a loopback host:port that was free a moment ago.
 func FreeAddr() (string, error) { return FreeAddrOn("127.0.0.1") }
 
-// FreeAddrOn returns host:port, a port of host that was free a moment ago.
+// FreeAddrOn returns host:port, a port of host that was free a moment ago
+// and that no call before it in this process returned: the kernel may
+// hand a port it just freed out again, and a cluster's members, or a
+// member's client and peer addresses, asked for one after another, must
+// not share one (etcd refuses an initial cluster with a duplicate URL).
 func FreeAddrOn(host string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+	for {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if given.add(addr) {
+			return addr, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+}
+
+// given is every address FreeAddrOn returned.
+var given = addrSet{addrs: map[string]bool{}}
+
+type addrSet struct {
+	mu    sync.Mutex
+	addrs map[string]bool
+}
+
+// add adds addr and reports whether it was not there yet.
+func (s *addrSet) add(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.addrs[addr] {
+		return false
+	}
+	s.addrs[addr] = true
+	return true
 }

@@ -35,21 +35,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	// for a free one (other tests, outgoing connections); a loopback
 	// address of the cluster's own keeps them out.
 	host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
-	// Each address is free when asked for, and closed again: the kernel
-	// may hand the same port out twice ("has duplicate url"), so an
-	// address already given is asked for again.
-	given := map[string]bool{}
 	free := func() string {
-		for {
-			addr, err := embedetcd.FreeAddrOn(host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !given[addr] {
-				given[addr] = true
-				return addr
-			}
+		addr, err := embedetcd.FreeAddrOn(host)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return addr
 	}
 	var initial []string
 	for i := 0; i < n; i++ {
