@@ -1,0 +1,61 @@
+package watch
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+
+	"github.com/nodewatch/nodewatch/internal/nodeset"
+)
+
+func heapGoal() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func numGC() uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.NumGC
+}
+
+// settle collects after a full batch only when the heap's goal is
+// settleMin or more: below it, the two collections cost more than they
+// give back. A heap at the runtime's floor of 4 MiB is not collected.
+func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
+	full := func() *nodeset.Batch {
+		return &nodeset.Batch{Cause: nodeset.CauseInitial, Changes: make([]nodeset.Change, 1)}
+	}
+
+	runtime.GC()
+	if g := heapGoal(); g >= 4<<20+1<<20 { // the runtime's floor, and a little
+
+		t.Skipf("the test process's heap goal is %d bytes: not a small heap", g)
+	}
+	before := numGC()
+	b := full()
+	settle(b)
+	if n := numGC() - before; n >= 2 {
+		t.Errorf("settle collected %d times under a heap goal of %d bytes, below settleMin", n, heapGoal())
+	}
+	if b.Changes != nil {
+		t.Errorf("settle kept the batch's changes")
+	}
+
+	live := make([]byte, 2*settleMin) // a large live heap: its goal is above settleMin
+	runtime.GC()
+	before = numGC()
+	settle(full())
+	if n := numGC() - before; n < 2 {
+		t.Errorf("settle collected %d times under a heap goal of %d bytes, want 2", n, heapGoal())
+	}
+	runtime.KeepAlive(live)
+
+	before = numGC()
+	settle(&nodeset.Batch{Cause: nodeset.CauseChange})
+	if n := numGC() - before; n >= 2 {
+		t.Errorf("settle collected %d times after a batch of changes", n)
+	}
+	runtime.KeepAlive(live)
+}
