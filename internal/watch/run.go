@@ -601,26 +601,32 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 // caller's b would keep them reachable. Twice, because gRPC keeps the
 // pages' buffers in pools that the first collection only moves aside. It
 // costs two collections per listing, which allocated more than the view
-// anyway; but not below settleMin of heap goal, where they have little
-// to give back and cost more than they give.
+// anyway; but not while the heap's goal is below settleMin (settles).
 func settle(b *nodeset.Batch) {
 	if !b.Full() {
 		return
 	}
 	b.Changes = nil
 	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
-	if metrics.Read(goal); goal[0].Value.Kind() == metrics.KindUint64 && goal[0].Value.Uint64() < settleMin {
+	metrics.Read(goal)
+	if goal[0].Value.Kind() == metrics.KindUint64 && !settles(goal[0].Value.Uint64()) {
 		return
 	}
-	runtime.GC()
+	runtime.GC() // also when the goal cannot be read
 	runtime.GC()
 }
 
-// settleMin is the heap goal below which settle does not collect. The
-// runtime's goal is never below 4 MiB, so a smaller heap has at most a
-// few MiB to give back; the two collections (their page faults
-// included) cost 7 ms of CPU, a tenth of the start of a watch of 1,000
-// records of 200 B (BENCHMARKS.md).
+// settles reports whether settle collects under a heap goal of goal
+// bytes: from settleMin on. The goal bounds what a collection can give
+// back, as the heap does not grow far past it before the runtime
+// collects on its own; and by default the goal is never below 4 MiB, so
+// below settleMin there are at most a few MiB to give back. There the
+// two collections (their page faults included) cost 7 ms of CPU, a tenth
+// of the start of a watch of 1,000 records of 200 B, whose goal was 4–5
+// MiB (BENCHMARKS.md).
+func settles(goal uint64) bool { return goal >= settleMin }
+
+// settleMin is the smallest heap goal under which settle collects.
 const settleMin = 8 << 20
 
 // resumed marks the first full batch after Resume as CauseResume.

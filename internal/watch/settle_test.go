@@ -29,8 +29,7 @@ func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
 	}
 
 	runtime.GC()
-	if g := heapGoal(); g >= 4<<20+1<<20 { // the runtime's floor, and a little
-
+	if g := heapGoal(); g >= 5<<20 { // the runtime's floor, and a little
 		t.Skipf("the test process's heap goal is %d bytes: not a small heap", g)
 	}
 	before := numGC()
@@ -46,9 +45,13 @@ func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
 	live := make([]byte, 2*settleMin) // a large live heap: its goal is above settleMin
 	runtime.GC()
 	before = numGC()
-	settle(full())
+	b = full()
+	settle(b)
 	if n := numGC() - before; n < 2 {
 		t.Errorf("settle collected %d times under a heap goal of %d bytes, want 2", n, heapGoal())
+	}
+	if b.Changes != nil {
+		t.Errorf("settle kept the batch's changes")
 	}
 	runtime.KeepAlive(live)
 
@@ -58,4 +61,18 @@ func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
 		t.Errorf("settle collected %d times after a batch of changes", n)
 	}
 	runtime.KeepAlive(live)
+}
+
+// settles' threshold: a heap at the runtime's default floor of 4 MiB is
+// not collected, one of settleMin or more is. Unlike the test above, it
+// does not depend on the test process's heap.
+func TestSettles(t *testing.T) {
+	for _, c := range []struct {
+		goal uint64
+		want bool
+	}{{0, false}, {4 << 20, false}, {5 << 20, false}, {8<<20 - 1, false}, {8 << 20, true}, {64 << 20, true}} {
+		if got := settles(c.goal); got != c.want {
+			t.Errorf("settles(%d) = %v, want %v", c.goal, got, c.want)
+		}
+	}
 }
