@@ -67,7 +67,9 @@ func TestRecycleMerged(t *testing.T) {
 					t.Fatalf("a line that is no record's: %.300s", l)
 				}
 			}
-			if n := bytes.Count(out, []byte(`"batch_done"`)); n > 300 {
+			n := bytes.Count(out, []byte(`"batch_done"`))
+			t.Logf("%d batches printed of 401", n)
+			if n > 300 {
 				t.Fatalf("%d batches printed of 401: the hand-off merged too few to test it", n)
 			}
 		})
@@ -195,11 +197,26 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 	errDone := errors.New("done")
 	if burst {
 		out.mark, out.delay = []byte(`"end":true`), 200*time.Microsecond
+		out.gate, out.held = make(chan struct{}), make(chan struct{})
 	}
 	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
 		sink.Put(nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Rev: 1})
 		if burst {
+			// The first half is put while the reader is held in its
+			// first write, so the hand-off merges it however fast the
+			// reader is; the second half meets a reader slowed by
+			// delay, merged as it comes.
+			select {
+			case <-out.held:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Minute):
+				return errors.New("the initial batch was not printed")
+			}
 			for tick := range 400 {
+				if tick == 200 {
+					close(out.gate)
+				}
 				sink.Put(next(tick))
 			}
 			rev++
@@ -235,16 +252,23 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 }
 
 // markWriter keeps what is written, and signals each write that holds
-// mark.
+// mark. With a gate, its first write closes held and waits for the gate
+// to be closed.
 type markWriter struct {
-	mark  []byte
-	seen  chan struct{}
-	delay time.Duration // of each write
-	mu    sync.Mutex
-	buf   bytes.Buffer
+	mark       []byte
+	seen       chan struct{}
+	delay      time.Duration // of each write
+	gate, held chan struct{}
+	holding    sync.Once
+	mu         sync.Mutex
+	buf        bytes.Buffer
 }
 
 func (w *markWriter) Write(p []byte) (int, error) {
+	if w.gate != nil {
+		w.holding.Do(func() { close(w.held) })
+		<-w.gate
+	}
 	time.Sleep(w.delay)
 	w.mu.Lock()
 	w.buf.Write(p)
