@@ -171,27 +171,11 @@ func FreeAddrOn(host string) (string, error) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		if given.add(addr) {
+		if _, taken := given.LoadOrStore(addr, true); !taken {
 			return addr, nil
 		}
 	}
 }
 
 // given is every address FreeAddrOn returned.
-var given = addrSet{addrs: map[string]bool{}}
-
-type addrSet struct {
-	mu    sync.Mutex
-	addrs map[string]bool
-}
-
-// add adds addr and reports whether it was not there yet.
-func (s *addrSet) add(addr string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.addrs[addr] {
-		return false
-	}
-	s.addrs[addr] = true
-	return true
-}
+var given sync.Map

@@ -607,13 +607,22 @@ func settle(b *nodeset.Batch) {
 		return
 	}
 	b.Changes = nil
-	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
-	metrics.Read(goal)
-	if goal[0].Value.Kind() == metrics.KindUint64 && !settles(goal[0].Value.Uint64()) {
+	if goal, ok := heapGoal(); ok && !settles(goal) {
 		return
 	}
 	runtime.GC() // also when the goal cannot be read
 	runtime.GC()
+}
+
+// heapGoal returns the runtime's heap goal in bytes; false if it cannot
+// be read.
+func heapGoal() (uint64, bool) {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return s[0].Value.Uint64(), true
 }
 
 // settles reports whether settle collects under a heap goal of goal
