@@ -48,6 +48,7 @@ func Output(w io.Writer) (io.Writer, func()) {
 	if err != nil {
 		return w, func() {}
 	}
+	growPipe(own)
 	// A non-blocking descriptor is registered with the runtime's poller,
 	// which the writer waits in when the pipe is full.
 	pf := os.NewFile(uintptr(own), f.Name())
@@ -57,6 +58,28 @@ func Output(w io.Writer) (io.Writer, func()) {
 		return w, func() {}
 	}
 	return &pipeWriter{f: pf, w: quietio.NewWriter(prc)}, func() { pf.Close() }
+}
+
+// PipeSize is the room Output asks of a pipe that has less: 256 KiB,
+// against Linux's default of 64 KiB. A reader that falls behind for a
+// moment (jq on a loaded machine, a script's loop) then costs nodewatch no
+// write that would block, and no wait in the poller and wake-up after it:
+// in row 3 of BENCHMARKS.md, where the reader is the compare tool on a
+// busy 2-core machine, a fifth of the writes into 64 KiB found the pipe
+// full, and 256 KiB took nodewatch's CPU per change down by about 7%. A
+// reader that stays behind is still a reader the hand-off merges changes
+// for, once the pipe is full: it is at most 256 KiB of lines behind,
+// not 64.
+const PipeSize = 256 << 10
+
+// growPipe makes the pipe fd writes to hold PipeSize bytes, if it holds
+// less. The pipe is the reader's too; it is never made smaller. The
+// kernel may refuse (past the user's quota of pipe pages, or
+// /proc/sys/fs/pipe-max-size): the pipe stays as it was.
+func growPipe(fd int) {
+	if n, err := unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0); err == nil && n < PipeSize {
+		unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, PipeSize)
+	}
 }
 
 // pipeWriter writes to a pipe opened by Output, with errors as

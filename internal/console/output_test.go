@@ -87,7 +87,7 @@ func TestOutputPipe(t *testing.T) {
 	for i := range 300 {
 		size := rng.IntN(3000)
 		if i%20 == 0 {
-			size = 100_000 + rng.IntN(100_000) // more than a pipe holds
+			size = PipeSize + rng.IntN(PipeSize) // more than the pipe holds
 		}
 		line := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
 		line = append(line, '\n')
@@ -103,6 +103,40 @@ func TestOutputPipe(t *testing.T) {
 	w.Close()
 	if g := <-got; !bytes.Equal(g, want.Bytes()) {
 		t.Fatalf("the pipe carried %d bytes, not the %d written", len(g), want.Len())
+	}
+}
+
+// TestOutputGrowsPipe: Output makes a pipe of Linux's default size hold
+// PipeSize bytes, and leaves one that holds more as it is (the reader may
+// have made it so).
+func TestOutputGrowsPipe(t *testing.T) {
+	skipWithoutReopen(t)
+	size := func(f *os.File) int {
+		t.Helper()
+		n, err := unix.FcntlInt(f.Fd(), unix.F_GETPIPE_SZ, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	_, w := blockingPipe(t)
+	if n := size(w); n >= PipeSize {
+		t.Skipf("a new pipe holds %d bytes already", n)
+	}
+	_, release := Output(w)
+	release()
+	if n := size(w); n != PipeSize {
+		t.Fatalf("after Output, the pipe holds %d bytes, want %d", n, PipeSize)
+	}
+	_, big := blockingPipe(t)
+	const larger = 4 * PipeSize
+	if _, err := unix.FcntlInt(big.Fd(), unix.F_SETPIPE_SZ, larger); err != nil {
+		t.Skipf("a pipe of %d bytes: %v", larger, err)
+	}
+	_, release = Output(big)
+	release()
+	if n := size(big); n != larger {
+		t.Fatalf("Output made a pipe of %d bytes hold %d", larger, n)
 	}
 }
 
