@@ -67,9 +67,9 @@ func Output(w io.Writer) (io.Writer, func()) {
 // in row 3 of BENCHMARKS.md, where the reader is the compare tool on a
 // busy 2-core machine, a fifth of the writes into 64 KiB found the pipe
 // full, and 256 KiB took nodewatch's CPU per change down by about 7%. A
-// reader that stays behind is still a reader the hand-off merges changes
-// for, once the pipe is full: it is at most 256 KiB of lines behind,
-// not 64.
+// reader that stays behind has up to 256 KiB of lines unread in the pipe,
+// not 64, before nodewatch's writes wait; what nodewatch has not written
+// yet waits in the hand-off and is merged, as before.
 const PipeSize = 256 << 10
 
 // growPipe makes the pipe fd writes to hold PipeSize bytes, if it holds

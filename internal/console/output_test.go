@@ -119,6 +119,12 @@ func TestOutputGrowsPipe(t *testing.T) {
 		}
 		return n
 	}
+	// Where the kernel refuses this user a pipe of PipeSize
+	// (pipe-max-size, the quota of pipe pages), Output cannot have one.
+	_, probe := blockingPipe(t)
+	if _, err := unix.FcntlInt(probe.Fd(), unix.F_SETPIPE_SZ, PipeSize); err != nil {
+		t.Skipf("a pipe of %d bytes: %v", PipeSize, err)
+	}
 	_, w := blockingPipe(t)
 	if n := size(w); n >= PipeSize {
 		t.Skipf("a new pipe holds %d bytes already", n)
@@ -190,7 +196,7 @@ func TestOutputReleaseEndsWrite(t *testing.T) {
 	out, release := Output(w)
 	done := make(chan error)
 	go func() {
-		_, err := out.Write(make([]byte, 1<<20)) // more than the pipe holds
+		_, err := out.Write(make([]byte, 4*PipeSize)) // more than the pipe holds
 		done <- err
 	}()
 	// Whether or not the write has begun to wait, release ends it.

@@ -175,14 +175,19 @@ func (r *run) inject(ctx context.Context, k Kind) {
 		}
 		s := r.streams[name]
 		s.PauseReading()
+		// Until the pipe is three quarters full, when nodewatch's
+		// writes are about to block: 48 KiB of Linux's 64 KiB, 192 KiB
+		// of the 256 KiB nodewatch makes it. The writes allowed for it
+		// grow with the pipe.
+		size := s.PipeSize()
 		full := false
-		for range 60 {
-			if full = s.Buffered() >= 48<<10; full {
+		for range 60 * max(1, size/(64<<10)) {
+			if full = s.Buffered() >= size*3/4; full {
 				break
 			}
 			r.work.WaitWrites(ctx, 10, false, 10*time.Second)
 		}
-		t.Logf("  paused reading %s: %d bytes in its pipe", name, s.Buffered())
+		t.Logf("  paused reading %s: %d bytes in its pipe of %d", name, s.Buffered(), size)
 		s.ResumeReading()
 
 	case SilentEtcdWatcher:

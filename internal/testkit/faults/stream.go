@@ -180,6 +180,22 @@ func (s *Stream) Buffered() int {
 	return n
 }
 
+// PipeSize returns how many bytes the stdout pipe holds (nodewatch grows
+// it to console.PipeSize); 64 KiB if that cannot be read.
+func (s *Stream) PipeSize() int {
+	n := 64 << 10
+	rc, err := s.r.SyscallConn()
+	if err != nil {
+		return n
+	}
+	rc.Control(func(fd uintptr) {
+		if size, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil {
+			n = size
+		}
+	})
+	return n
+}
+
 // Stderr returns the end of the process's stderr.
 func (s *Stream) Stderr() string { return s.stderr.String() }
 
