@@ -2,13 +2,24 @@ GO ?= go
 BIN := bin/nodewatch
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build generate test test-under-load lint demo bench bench-instructions bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
+.PHONY: all build cross generate test test-under-load lint demo bench bench-instructions bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
 
 all: build
 
 ## build: bin/nodewatch, and bin/nodewatch-etcd beside it (the etcd that serve --dev runs).
 build:
 	$(GO) build -buildvcs=auto -o bin/ ./cmd/nodewatch ./cmd/nodewatch-etcd
+
+## cross: vet every package and build both binaries for each platform a release ships
+## (linux, darwin and windows on amd64 and arm64, CGO_ENABLED=0), and for 32-bit linux/386.
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+cross:
+	@set -e; for p in $(PLATFORMS); do \
+		echo "cross: $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/nodewatch ./cmd/nodewatch-etcd; \
+	done
+	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/nodewatch ./cmd/nodewatch-etcd
 
 ## generate: the man page, from the command-line definition
 ## (make test fails while a checked-in copy is stale).

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command compare is make bench-compare: nodewatch side by side with the
 // tool a user would pick instead (etcdctl, built at a pinned version from
 // the module proxy), on the same data, in one run, alternated (A B A B …),

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // TestCLI runs the command-line cases in testdata/cli/*.txtar (at the

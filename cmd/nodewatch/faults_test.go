@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -247,3 +249,7 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
 	return ds[(len(ds)-1)/2]
 }
+
+// memberMain makes the test binary an etcd member when the fault suite
+// started it as one (faults.MemberMain).
+func memberMain() { faults.MemberMain() }

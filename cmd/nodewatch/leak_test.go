@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -8,8 +10,6 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/nodewatch/nodewatch/internal/testkit/faults"
 )
 
 // TestMain fails the package's tests if a goroutine they started is
@@ -18,12 +18,12 @@ import (
 // (version and health checks) and leave to idle out after Close.
 //
 // Started by the fault suite as an etcd member, the test binary is one
-// instead (faults.MemberMain), until killed or SIGTERM.
+// instead (memberMain), until killed or SIGTERM.
 //
 // serve --dev run in-process (TestCLI) finds nodewatch-etcd in PATH: it
 // is built first, into a directory put in front of PATH.
 func TestMain(m *testing.M) {
-	faults.MemberMain()
+	memberMain()
 	etcdDir, err := os.MkdirTemp("", "nodewatch-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

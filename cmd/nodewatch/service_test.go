@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // serve as a service: its metrics, its logs and its drain, through the

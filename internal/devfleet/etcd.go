@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -61,7 +60,7 @@ func startEtcd(ctx context.Context, dir string, temporary bool) (*etcdProc, erro
 	cmd.Stderr = os.Stderr
 	// Its own process group: a ^C at the terminal stops serve, which
 	// stops its simulator first and then etcd, not etcd under it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

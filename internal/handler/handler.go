@@ -25,7 +25,8 @@ const DefaultGrace = 5 * time.Second
 
 // Handler is the command of --exec.
 type Handler struct {
-	// Command is run as `/bin/sh -c Command`.
+	// Command is run as `/bin/sh -c Command` (on Windows, `cmd.exe /d /s
+	// /c "Command"`).
 	Command string
 	// Timeout > 0 ends a run that takes longer: its process group gets
 	// SIGTERM, then, Grace later, SIGKILL.
@@ -48,11 +49,11 @@ func (s Signal) Error() string { return s.Signal.String() + " signal received" }
 // signal that ended it (SIGTERM for anything else), then, Grace later,
 // SIGKILL, and Run returns ctx.Err() once it is gone.
 func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, attempt int) error {
-	cmd := exec.Command("/bin/sh", "-c", h.Command)
+	cmd := shell(h.Command)
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout, cmd.Stderr = h.Stdout, h.Stderr
 	cmd.Env = append(os.Environ(), Env(done, attempt)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	// A child that the handler left running may hold its stdout: the run
 	// ends with the handler, not with it.
 	cmd.WaitDelay = time.Second
@@ -82,7 +83,7 @@ func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, att
 		}
 		return err
 	case <-timeout:
-		h.end(cmd.Process.Pid, syscall.SIGTERM, exited)
+		h.end(cmd.Process, syscall.SIGTERM, exited)
 		return fmt.Errorf("timed out after %v (--exec-timeout)", h.Timeout)
 	case <-ctx.Done():
 		sig := syscall.SIGTERM
@@ -92,15 +93,15 @@ func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, att
 				sig = ss
 			}
 		}
-		h.end(cmd.Process.Pid, sig, exited)
+		h.end(cmd.Process, sig, exited)
 		return ctx.Err()
 	}
 }
 
-// end sends sig to the process group of pid, and SIGKILL once Grace has
+// end sends sig to the process group of p, and SIGKILL once Grace has
 // passed, until the handler has exited.
-func (h *Handler) end(pid int, sig syscall.Signal, exited <-chan error) {
-	syscall.Kill(-pid, sig)
+func (h *Handler) end(p *os.Process, sig syscall.Signal, exited <-chan error) {
+	signalGroup(p, sig)
 	grace := h.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -110,11 +111,11 @@ func (h *Handler) end(pid int, sig syscall.Signal, exited <-chan error) {
 	select {
 	case <-exited:
 	case <-t.C:
-		syscall.Kill(-pid, syscall.SIGKILL)
+		signalGroup(p, syscall.SIGKILL)
 		<-exited
 	}
 	// What the handler started and left behind ends with it.
-	syscall.Kill(-pid, syscall.SIGKILL)
+	signalGroup(p, syscall.SIGKILL)
 }
 
 // Env is the environment that describes a batch to its handler, beside

@@ -1,3 +1,5 @@
+//go:build unix
+
 package handler_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package faults is test scaffolding: the machinery of nodewatch's fault
 // suite (make faults): a 3-member etcd cluster whose members are separate processes
 // that can be killed, restarted and paused, a seeded random workload that

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// memberMain does nothing: the fault suite runs on Linux only.
+func memberMain() {}
