@@ -6,9 +6,10 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
-## build: bin/nodewatch, and bin/nodewatch-etcd beside it (the etcd that serve --dev runs).
+## build: bin/nodewatch, and bin/nodewatch-etcd beside it (the etcd that serve --dev runs):
+## static, trimmed, stamped with the version, commit and date (scripts/version.sh).
 build:
-	$(GO) build -buildvcs=auto -o bin/ ./cmd/nodewatch ./cmd/nodewatch-etcd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$(bash scripts/version.sh -ldflags)" -o bin/ ./cmd/nodewatch ./cmd/nodewatch-etcd
 
 ## cross: vet every package and build both binaries for each platform a release ships
 ## (linux, darwin and windows on amd64 and arm64, CGO_ENABLED=0), and for 32-bit linux/386.

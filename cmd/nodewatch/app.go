@@ -87,7 +87,7 @@ func newApp(e *env) *cli.App {
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
-		completionCommand(e), versionCommand(e), manCommand(e, self),
+		completionCommand(e), versionCommand(e), helpCommand(), manCommand(e, self),
 	}
 	for _, c := range commands {
 		if codes := exitCodesHelp(c.Name); codes != "" {
@@ -103,8 +103,8 @@ func newApp(e *env) *cli.App {
 	return &cli.App{
 		Name:                      "nodewatch",
 		HideHelp:                  true,
-		HideVersion:               true, // `nodewatch version` instead
-		Flags:                     []cli.Flag{helpFlag()},
+		HideVersion:               true, // urfave/cli's is a package-level value: see helpFlag
+		Flags:                     []cli.Flag{helpFlag(), versionFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
 		Description:               docs.Help("nodewatch") + "\n\n" + exitCodesBrief(),
 		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodesHelp("nodes"),
@@ -119,6 +119,12 @@ func newApp(e *env) *cli.App {
 			// urfave/cli offers no error return here; Action below reports it.
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				if c.Args().Present() {
+					return cmdline.Usagef("--version takes no command")
+				}
+				return printVersion(e)
+			}
 			if c.Args().Present() {
 				return cmdline.Usagef("unknown command %q (try nodewatch --help)", c.Args().First())
 			}
@@ -130,6 +136,12 @@ func newApp(e *env) *cli.App {
 // helpFlag is --help, -h: a flag value for one command of one run.
 func helpFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+// versionFlag is nodewatch --version, which prints what `nodewatch
+// version` prints. No -v: that is the verbose flag of many other tools.
+func versionFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "version", Usage: "print the version and exit", DisableDefaultText: true}
 }
 
 // action is a command's Action: parse its options from the flags, then run

@@ -28,9 +28,40 @@ func versionCommand(e *env) *cli.Command {
 			if c.Args().Present() {
 				return cmdline.Usagef("version takes no arguments")
 			}
-			_, err := fmt.Fprint(e.stdout, version.Text(debug.ReadBuildInfo()))
-			return err
+			return printVersion(e)
 		})
+}
+
+// printVersion prints what `nodewatch version` and `nodewatch --version`
+// print.
+func printVersion(e *env) error {
+	info, ok := debug.ReadBuildInfo()
+	_, err := fmt.Fprint(e.stdout, version.Text(version.Linked(), info, ok))
+	return err
+}
+
+// helpCommand is `nodewatch help [COMMAND]`, as gh and kubectl have it: the
+// --help of nodewatch, or of the command named.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Usage:     "show nodewatch's help, or a command's",
+		ArgsUsage: "[COMMAND]",
+		Action: func(c *cli.Context) error {
+			switch c.NArg() {
+			case 0:
+				return cli.ShowAppHelp(c)
+			case 1:
+				name := c.Args().First()
+				if cmd := c.App.Command(name); cmd == nil || cmd.Hidden || cmd.Name == "help" {
+					return cmdline.Usagef("unknown command %q (try nodewatch help)", name)
+				}
+				return cli.ShowCommandHelp(c, name)
+			default:
+				return cmdline.Usagef("help takes at most one command")
+			}
+		},
+	}
 }
 
 // manCommand prints nodewatch's man page (section 1), generated from the
