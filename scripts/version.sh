@@ -9,7 +9,7 @@
 #            set, as reproducible-builds.org defines it; 0 without either)
 #   date     epoch as RFC 3339 in UTC (empty when epoch is 0)
 #
-# Usage: scripts/version.sh          prints "version commit epoch date"
+# Usage: scripts/version.sh          prints them as NAME=VALUE lines
 #        scripts/version.sh -ldflags prints the go build -ldflags -X flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,5 +35,5 @@ if [ "${1:-}" = -ldflags ]; then
 	pkg=github.com/nodewatch/nodewatch/internal/version
 	echo "-s -w -X $pkg.version=$version -X $pkg.commit=$commit -X $pkg.date=$date"
 else
-	echo "$version $commit $epoch $date"
+	printf 'version=%s\ncommit=%s\nepoch=%s\ndate=%s\n' "$version" "$commit" "$epoch" "$date"
 fi

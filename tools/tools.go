@@ -4,4 +4,7 @@
 // directory): see go.mod.
 package tools
 
-import _ "github.com/fullstorydev/grpcurl/cmd/grpcurl"
+import (
+	_ "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod"
+	_ "github.com/fullstorydev/grpcurl/cmd/grpcurl"
+)
