@@ -4,7 +4,7 @@
 # DEMO_SECONDS (default 20) or until Ctrl-C, and say how to get the JSON
 # stream. Needs nothing but the built binary.
 set -euo pipefail
-bin=${1:-bin/nodewatch}
+bin=$(realpath "${1:-bin/nodewatch}")
 addr=${DEMO_ADDR:-127.0.0.1:7835}
 secs=${DEMO_SECONDS:-20}
 
@@ -37,4 +37,8 @@ if [[ $code -ne 0 && $code -ne 130 ]]; then
 	cat "$log" >&2
 	exit "$code"
 fi
-echo "demo: that was -o text, for people; scripts read the same stream as JSON: nodewatch nodes --curator $addr | jq -c 'select(.type != \"batch_done\") | {type, id, address: .object.status.external_address, changed}'" >&2
+# The last line is one to paste: the binary by its full path (make build
+# does not put it in PATH), and a server of its own, since this one stops
+# now.
+echo "demo: that was -o text, for people; scripts read the same stream as JSON. Paste this to try it (it starts serve --dev, then stops it):" >&2
+echo "(nw=$bin; \$nw serve --dev --listen $addr 2>/dev/null & \$nw nodes --curator $addr --once 2>/dev/null | jq -c '{type, id, state: .object.state}'; kill \$!)" >&2

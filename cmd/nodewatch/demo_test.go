@@ -65,8 +65,17 @@ func TestE2EDemo(t *testing.T) {
 		if strings.Contains(string(out), "\x1b") {
 			t.Errorf("escape codes in the output of a demo that is not on a terminal:\n%q", out)
 		}
-		if last := lines[len(lines)-1]; !strings.Contains(last, "| jq ") {
+		last := lines[len(lines)-1]
+		if !strings.Contains(last, "| jq ") {
 			t.Errorf("the demo does not end with a jq example: %q", last)
+		} else if _, err := exec.LookPath("jq"); err == nil {
+			// Pasted as it is, in a shell whose PATH has no nodewatch.
+			paste := exec.Command("bash", "-c", last)
+			paste.Env = []string{"PATH=/usr/bin:/bin"}
+			out, err := paste.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), `"type":"new"`) {
+				t.Errorf("the demo's last line, pasted, printed no node (%v):\n%s", err, out)
+			}
 		}
 		if t.Failed() {
 			t.Logf("demo output:\n%s", out)
