@@ -29,8 +29,8 @@ type usage struct {
 	cpu    time.Duration // user + system
 	maxRSS int64         // bytes
 	// faults is the minor page faults of a follower (live rows): on
-	// this machine's VM a fresh page costs 10–19 µs (BENCHMARKS.md), so
-	// they are much of a start's CPU.
+	// the 2-core development VM a page's first touch costs 10–19 µs
+	// of CPU, so they are much of a start's CPU.
 	faults int64
 }
 

@@ -49,8 +49,8 @@ import (
 // MaxPageSize]. Small pages cost more than their round trips: etcd counts
 // every key from a page's start to the end of the range to answer it
 // (the response's count), so a listing of n keys in pages of k visits
-// about n²/2k keys. 100,000 records in pages of 1,000 took etcd 1.2 s, in
-// pages of 10,000 0.5 s (BENCHMARKS.md). Two pages are held at most.
+// about n²/2k keys. A listing of 100,000 records in pages of 1,000 took
+// etcd 1.2 s, in pages of 10,000 0.5 s. Two pages are held at most.
 const (
 	FirstPageSize = 1000
 	MaxPageSize   = 10000
@@ -453,10 +453,12 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// events a range already delivered are skipped below. A watch that
 	// starts at a revision etcd already has is one etcd must catch up,
 	// and it does that every 100 ms: the changes made in the first 100 ms
-	// after a start came late (row 4 of BENCHMARKS.md). One that starts
-	// at the next revision is current at once. But etcd does not answer a
-	// progress request while a watch of the stream starts after its
-	// revision, that is, until something is written: see ahead.
+	// after a start reached the watcher in one lump, up to 100 ms late,
+	// and were the tail of the time from a put's acknowledgement to its
+	// line at 1,000 puts a second (measured with make bench-compare). One
+	// that starts at the next revision is current at once. But etcd does
+	// not answer a progress request while a watch of the stream starts
+	// after its revision, that is, until something is written: see ahead.
 	start := slices.Min(revs) + 1
 	for _, r := range ranges {
 		create := &pb.WatchCreateRequest{Key: []byte(r.key), StartRevision: start, ProgressNotify: len(ranges) > 1}
@@ -821,10 +823,13 @@ type keyState struct {
 	// event of fromMin bytes or more.
 	last any
 	// out: the key's last change was handed on as one the reader's
-	// filter turns down (a deletion), so the reader does not have it. In
-	// row 3 of BENCHMARKS.md, two fifths of the changes are to records
-	// that the filter turned down before and turns down again: handed
-	// on, each cost the hand-off and the view a lookup of its id.
+	// filter turns down (a deletion), so the reader does not have it.
+	// Following 1,000 node records with a filter that keeps the UP ones,
+	// while the others get heartbeats, new addresses and puts of the
+	// same bytes (make bench-compare's live load), two fifths of the
+	// changes are to records that the filter turned down before and turns
+	// down again: handed on, each cost the hand-off and the view a lookup
+	// of its id.
 	out bool
 }
 
@@ -869,7 +874,8 @@ const maxBatch = 1024
 // and finding the last state costs more than reading the value again: in
 // transactions of 50 changes, records of 200 B and 600 B took 5–10% more
 // CPU with every value decoded from its last state, records of 4 KiB 11%
-// less (BENCHMARKS.md).
+// less (nodewatch's CPU per change, following 1,000 keys with a filter,
+// measured with make bench-compare).
 const fromMin = 1 << 10
 
 func (w *Watcher) restarted(compacted bool) {

@@ -335,8 +335,8 @@ const (
 // the next and shared by every queue (serve has one per stream): an
 // entry is the high bits of an id's hash and its position (+1) in the
 // batch, 0 if empty. A Go map of the ids cost a change four times as
-// much, and the hand-off a twentieth of the CPU of following
-// transactions of small records (BENCHMARKS.md).
+// much, and the hand-off a twentieth of nodewatch's CPU while it
+// followed transactions of 50 records of 200 B.
 var seenTables = sync.Pool{New: func() any { return new([2 * maxPooled]uint64) }}
 
 // seenSeed seeds the hashes of seenTables.
@@ -425,8 +425,10 @@ func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct boo
 // maxSpareCap changes (a listing's is let go of). A reader that keeps up
 // needs one: the source copies each batch into the array of the one the
 // reader gave back before. One that fell behind gives back a batch for
-// each queued one; with 4 spares kept, a third of row 3's batches were
-// still copied into new arrays (BENCHMARKS.md), with 16 none were.
+// each queued one: following transactions of 50 records of 200 B with a
+// --filter, with 4 spares kept a third of the batches were still copied
+// into new arrays, with 16 none were (allocation profiles under make
+// bench-compare).
 const (
 	maxSpares   = 16
 	maxSpareCap = 1024

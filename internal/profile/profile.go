@@ -1,7 +1,7 @@
 // Package profile writes the CPU and allocation profiles that
-// NODEWATCH_CPUPROFILE and NODEWATCH_MEMPROFILE ask for (BENCHMARKS.md
-// shows how they are read), so that a run of the real binary can be
-// profiled as a user runs it.
+// NODEWATCH_CPUPROFILE and NODEWATCH_MEMPROFILE ask for (pprof profiles,
+// read with go tool pprof; make bench-compare's -profile sets both), so
+// that a run of the real binary can be profiled as a user runs it.
 package profile
 
 import (

@@ -152,10 +152,11 @@ type Options struct {
 	// OneProc runs the pipeline on one P (GOMAXPROCS=1) for the length of
 	// the run. A watch is a pipeline of goroutines handing over one event at
 	// a time: on one P a hand-over is a run-queue push; on two it wakes a
-	// sleeping thread and an idle P spins looking for work. On a live stream
-	// that was a seventh of nodewatch's CPU, and a large --once listing got
-	// faster too (BENCHMARKS.md). The command sets it unless the user set
-	// GOMAXPROCS; tests leave their process alone.
+	// sleeping thread and an idle P spins looking for work. Following a
+	// live stream with a --filter, on two cores, that was a seventh of
+	// nodewatch's CPU, and a --once listing of 100,000 records got faster
+	// too (measured with make bench-compare). The command sets it unless
+	// the user set GOMAXPROCS; tests leave their process alone.
 	OneProc bool
 }
 
@@ -521,8 +522,9 @@ const holdUpTo = 32 << 10
 // settle follows. Each batch is still written out whole (unless it is
 // larger than holdUpTo), and before the loop waits for one. One write for
 // several batches costs less than one for each, and wakes the pipe's
-// reader once: a write per batch was 7% of nodewatch's CPU on
-// transactions of 50 records of 200 B (BENCHMARKS.md).
+// reader once: following transactions of 50 records of 200 B with a
+// --filter, into a pipe read by another process, a write per batch was
+// 7% of nodewatch's CPU (its profile under make bench-compare).
 func (r *run) holding(q *handoff.Queue, b nodeset.Batch) bool {
 	if !r.o.Output.HoldBatches || b.Full() || r.enc.Buffered() >= holdUpTo || !q.Waiting() {
 		r.heldSince = time.Time{}
@@ -632,7 +634,7 @@ func heapGoal() (uint64, bool) {
 // below settleMin there are at most a few MiB to give back. There the
 // two collections (their page faults included) cost 7 ms of CPU, a tenth
 // of the start of a watch of 1,000 records of 200 B, whose goal was 4–5
-// MiB (BENCHMARKS.md).
+// MiB, and gave nothing back.
 func settles(goal uint64) bool { return goal >= settleMin }
 
 // settleMin is the smallest heap goal under which settle collects.
