@@ -115,7 +115,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzFast$$' -fuzztime $(FUZZTIME) ./internal/jq
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/gobjson
 	$(GO) test -run '^$$' -fuzz '^FuzzEncodeKey$$' -fuzztime $(FUZZTIME) ./internal/stream
-	$(GO) test -run '^$$' -fuzz '^FuzzFollower$$' -fuzztime $(FUZZTIME) ./internal/nodeset
+	$(GO) test -run '^$$' -fuzz '^FuzzFollower$$' -fuzztime $(FUZZTIME) ./internal/view
 
 ## soak: sim at full speed, serve, nodes behind a slow reader, for SOAKTIME (default 2m):
 ## heap over time, then the replayed stream must equal etcd.

@@ -23,10 +23,10 @@ benches=(
 	"internal/etcdkv DiffKeyValue/200B"
 	"internal/etcdkv DiffKeyValue/600B$"
 	"internal/etcdkv DiffKeyValue/600B-two"
-	"internal/nodeset FollowerTxn50$"
+	"internal/view FollowerTxn50$"
 	"internal/watch ChangeTxn50Filter$"
 )
-benchFiles=(internal/etcdkv/diff_bench_test.go internal/nodeset/follower_test.go internal/watch/bench_test.go)
+benchFiles=(internal/etcdkv/diff_bench_test.go internal/view/follower_test.go internal/watch/bench_test.go)
 
 tmp=$(mktemp -d)
 trap 'git worktree remove --force "$tmp/rev" 2>/dev/null || true; rm -rf "$tmp"' EXIT

@@ -349,7 +349,7 @@ var benchRe = regexp.MustCompile(`(?m)^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+)
 // rowFollower: row 5, the follower against a full-rescan follower, one
 // changed id per batch in a set of 100,000 (Go benchmarks).
 func rowFollower(ctx context.Context, c config, e *etcdServer, t *table) error {
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkFollower(OneChange|Rescan)(1k|100k)$", "-benchmem", "-count", strconv.Itoa(c.pairs), "./internal/nodeset")
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkFollower(OneChange|Rescan)(1k|100k)$", "-benchmem", "-count", strconv.Itoa(c.pairs), "./internal/view")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/console"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/state"
@@ -213,9 +214,11 @@ func (o *watchOptions) openState() (*state.Store, error) {
 	return st, nil
 }
 
-// follow runs the watch pipeline from src to stdout and turns how it
-// ended into the command's result (see exit.go).
-func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) error {
+// follow runs the watch pipeline from the source that source builds to
+// stdout, and turns how it ended into the command's result (see
+// exit.go). source is given what the run offers it (the filter to ask
+// early, the progress meter's count), once the run is set up.
+func follow(ctx context.Context, e *env, o *watchOptions, source func(flow.Hooks) watch.Source) error {
 	// A long listing shows its progress on a terminal stderr; every other
 	// write to it (log lines, and stdout when it is the same terminal)
 	// erases that line first. Sources log through e, so they too.
@@ -246,7 +249,7 @@ func follow(ctx context.Context, e *env, o *watchOptions, src watch.Source) erro
 		}
 		defer st.Close()
 	}
-	res, err := watch.Run(ctx, src, out, o.Options)
+	res, err := watch.Run(ctx, source(o.Hooks()), out, o.Options)
 	if res.Report != nil {
 		if rerr := o.report(e, res); rerr != nil {
 			return rerr

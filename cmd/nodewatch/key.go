@@ -11,6 +11,8 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/connflags"
+	"github.com/nodewatch/nodewatch/internal/flow"
+	"github.com/nodewatch/nodewatch/internal/watch"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
@@ -115,19 +117,23 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	// The listings' decoding and the watch events' (by what changed since
 	// a key's last event) report a key that no rule matches once.
 	decode, decodeFrom := o.rules.Decoders(e.logf)
-	err := follow(ctx, e, o.watchOptions, &etcdkv.Source{
-		Config: o.etcd,
-		Watcher: etcdkv.Watcher{
-			Key:        o.key,
-			Prefix:     o.prefix,
-			Also:       o.also,
-			Decode:     decode,
-			DecodeFrom: decodeFrom,
-			StartRev:   o.rev,
-			Logf:       e.logf,
-			// Confirmations at least twice a heartbeat.
-			ConfirmEvery: o.Heartbeat / 2,
-		},
+	err := follow(ctx, e, o.watchOptions, func(h flow.Hooks) watch.Source {
+		return &etcdkv.Source{
+			Config: o.etcd,
+			Watcher: etcdkv.Watcher{
+				Key:        o.key,
+				Prefix:     o.prefix,
+				Also:       o.also,
+				Decode:     decode,
+				DecodeFrom: decodeFrom,
+				StartRev:   o.rev,
+				Logf:       e.logf,
+				Keeps:      h.Keeps,
+				Listed:     h.Listed,
+				// Confirmations at least twice a heartbeat.
+				ConfirmEvery: o.Heartbeat / 2,
+			},
+		}
 	})
 	if errors.Is(err, etcdkv.ErrStartRev) {
 		return fmt.Errorf("--rev: %w", err)

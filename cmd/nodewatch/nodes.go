@@ -13,7 +13,9 @@ import (
 	"github.com/nodewatch/nodewatch/internal/connflags"
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/client"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/state"
+	"github.com/nodewatch/nodewatch/internal/watch"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
@@ -100,18 +102,20 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 }
 
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
-	src := &client.Client{
-		Endpoints:   o.conn.Endpoints,
-		TLS:         o.conn.TLS,
-		NodeID:      o.nodeID,
-		Logf:        e.logf,
-		DialTimeout: o.dialTimeout,
+	return o.conn.Explain(follow(ctx, e, o.watchOptions, func(h flow.Hooks) watch.Source {
+		return &client.Client{
+			Endpoints:   o.conn.Endpoints,
+			TLS:         o.conn.TLS,
+			NodeID:      o.nodeID,
+			Logf:        e.logf,
+			Listed:      h.Listed,
+			DialTimeout: o.dialTimeout,
 
-		HealthInterval: o.health,
-		Keepalive:      o.conn.Keepalive,
-		ConfirmEvery:   o.Heartbeat / 2,
-	}
-	return o.conn.Explain(follow(ctx, e, o.watchOptions, src))
+			HealthInterval: o.health,
+			Keepalive:      o.conn.Keepalive,
+			ConfirmEvery:   o.Heartbeat / 2,
+		}
+	}))
 }
 
 // healthFlags add health to the Curator's nodes.

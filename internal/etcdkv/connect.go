@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
 // ErrUnavailable is wrapped by the error Connect returns when no etcd
@@ -101,7 +101,7 @@ type Source struct {
 
 // Run connects (see Connect), then runs the Watcher until ctx ends or
 // etcd refuses for good; it closes the client it opened.
-func (s *Source) Run(ctx context.Context, out nodeset.Sink) error {
+func (s *Source) Run(ctx context.Context, out flow.Sink) error {
 	cfg := s.Config
 	if cfg.Conns == nil {
 		cfg.Conns = dial.NewConns()
@@ -118,7 +118,7 @@ func (s *Source) Run(ctx context.Context, out nodeset.Sink) error {
 
 // List connects, then reads the state once with the Watcher's List (page
 // by page, in ascending key order); it closes the client it opened.
-func (s *Source) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
+func (s *Source) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
 	client, err := Connect(ctx, s.Config, s.Watcher.Key, s.Watcher.Prefix)
 	if err != nil {
 		return 0, err

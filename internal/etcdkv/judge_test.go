@@ -12,43 +12,34 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // recorder is a Sink that keeps every batch, as the source made it, and
 // hands it on to out.
 type recorder struct {
 	mu      sync.Mutex
-	batches []nodeset.Batch
-	out     chan nodeset.Batch
+	batches []flow.Batch
+	out     chan flow.Batch
 }
 
-func (r *recorder) Put(b nodeset.Batch) {
-	b.Changes = slices.Clone(b.Changes) // the source's to reuse (nodeset.Sink)
+func (r *recorder) Put(b flow.Batch) {
+	b.Changes = slices.Clone(b.Changes) // the source's to reuse (flow.Sink)
 	r.mu.Lock()
 	r.batches = append(r.batches, b)
 	r.mu.Unlock()
 	r.out <- b
 }
 
-// judging is a recorder that is also the reader's filter (nodeset.Judge),
-// as the run's sink is.
-type judging struct {
-	*recorder
-	filter *jq.Program
-}
-
-func (j judging) Keeps(obj any) (bool, bool) { return j.filter.TruthyFast(obj) }
-
-// TestWatcherJudges: a watcher whose sink judges objects by the reader's
-// filter hands on, for a random history of transactions, batches that a
+// TestWatcherJudges: a watcher given the reader's filter (Keeps) hands
+// on, for a random history of transactions, batches that a
 // follower with that filter turns into the same events, byte for byte,
-// with the same warnings, as the batches of a watcher whose sink does not
-// judge, although it leaves out the changes turned down after a change
+// with the same warnings, as the batches of a watcher not given it, although it leaves out the changes turned down after a change
 // turned down. The history holds values the filter keeps and turns down, values
 // it fails on (a string, an array: the follower warns), values that are
 // not JSON (Undecodable under --value json), values of DecodeFrom's size
@@ -118,11 +109,11 @@ func TestWatcherJudges(t *testing.T) {
 	// watch runs a watcher into sink, from start, and a follower of what
 	// it puts there, until the follower has the last revision written;
 	// it returns the follower's events and how many warnings it gave.
-	watch := func(sink nodeset.Sink, batches <-chan nodeset.Batch) (string, int) {
+	watch := func(sink flow.Sink, batches <-chan flow.Batch, keeps func(any) (bool, bool)) (string, int) {
 		t.Helper()
 		decode, from := (&Rules{Default: ValueJSON}).Decoders(nil)
 		w := &Watcher{Client: c, Key: "/j/", Prefix: true, Decode: decode, DecodeFrom: from, StartRev: start,
-			Logf: func(string, ...any) {}}
+			Logf: func(string, ...any) {}, Keeps: keeps}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
@@ -135,10 +126,10 @@ func TestWatcherJudges(t *testing.T) {
 		}()
 		return follow(t, filter, batches, last)
 	}
-	plain := &recorder{out: make(chan nodeset.Batch, 1000)}
-	judged := &recorder{out: make(chan nodeset.Batch, 1000)}
-	plainEvents, warnings := watch(plain, plain.out)
-	judgedEvents, _ := watch(judging{judged, filter}, judged.out)
+	plain := &recorder{out: make(chan flow.Batch, 1000)}
+	judged := &recorder{out: make(chan flow.Batch, 1000)}
+	plainEvents, warnings := watch(plain, plain.out, nil)
+	judgedEvents, _ := watch(judged, judged.out, filter.TruthyFast)
 
 	// Changes turned down: deletions where the plain watcher has a put.
 	puts := map[string]bool{} // "rev key"
@@ -177,11 +168,11 @@ func TestWatcherJudges(t *testing.T) {
 // follower that filters with filter (its errors warnings, as a run's)
 // and frees what it lets go of, and returns its events and warnings as
 // text, and how many warnings there were.
-func follow(t *testing.T, filter *jq.Program, in <-chan nodeset.Batch, last int64) (string, int) {
+func follow(t *testing.T, filter *jq.Program, in <-chan flow.Batch, last int64) (string, int) {
 	t.Helper()
 	var out strings.Builder
 	warnings := 0
-	f := nodeset.NewFollower(func(id string, obj any) (bool, error) {
+	f := view.NewFollower(func(id string, obj any) (bool, error) {
 		ok, err := filter.TruthyDoc(context.Background(), obj)
 		if err != nil {
 			fmt.Fprintf(&out, "warning %s: %v\n", id, err)
@@ -199,15 +190,15 @@ func follow(t *testing.T, filter *jq.Program, in <-chan nodeset.Batch, last int6
 	var differ jsondoc.Differ
 	timeout := time.After(testkit.Timeout)
 	for {
-		var b nodeset.Batch
+		var b flow.Batch
 		select {
 		case b = <-in:
 		case <-timeout:
 			t.Fatalf("no batch at rev %d within %v", last, testkit.Timeout)
 		}
-		err := f.Apply(b, func(ev nodeset.Event) error {
+		err := f.Apply(b, func(ev flow.Event) error {
 			fmt.Fprintf(&out, "%v %s %s %s rev %d", ev.Type, ev.ID, text(ev.Object), text(ev.Prev), ev.Rev)
-			if a, ok := ev.Prev.(*jsondoc.Doc); ok && ev.Type == nodeset.Updated {
+			if a, ok := ev.Prev.(*jsondoc.Doc); ok && ev.Type == flow.Updated {
 				// What an update prints as changed, which the objects'
 				// Indexes find.
 				fmt.Fprintf(&out, " changed %v", differ.Diff(a, ev.Object.(*jsondoc.Doc)))

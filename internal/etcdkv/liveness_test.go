@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/netfault"
@@ -44,7 +44,7 @@ func TestWatcherSilentConnection(t *testing.T) {
 		}},
 	}
 	q := startWatcher(t, src)
-	if b := next(t, q); b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
+	if b := next(t, q); b.Cause != flow.CauseInitial || len(b.Changes) != 1 {
 		t.Fatalf("initial batch: %+v", b)
 	}
 	fwd.Silence()
@@ -61,7 +61,7 @@ func TestWatcherSilentConnection(t *testing.T) {
 		if len(b.Changes) == 0 {
 			continue
 		}
-		if b.Cause != nodeset.CauseChange || len(b.Changes) != 1 || b.Changes[0].ID != "/s/b" || b.Rev != rev {
+		if b.Cause != flow.CauseChange || len(b.Changes) != 1 || b.Changes[0].ID != "/s/b" || b.Rev != rev {
 			t.Fatalf("after the silence: %+v, want /s/b at rev %d as a change", b, rev)
 		}
 		break
@@ -99,7 +99,7 @@ func TestWatcherQuietEtcd(t *testing.T) {
 	}
 	q := startWatcher(t, src)
 	b := next(t, q)
-	if b.Cause != nodeset.CauseInitial || len(b.Changes) != 1 {
+	if b.Cause != flow.CauseInitial || len(b.Changes) != 1 {
 		t.Fatalf("initial batch: %+v", b)
 	}
 	listed := b.Rev
@@ -161,7 +161,7 @@ func TestWatcherConfirms(t *testing.T) {
 	q := startWatcher(t, w)
 	var mu sync.Mutex
 	puts := map[string][]int64{} // each watched key's revisions
-	var batches []nodeset.Batch
+	var batches []flow.Batch
 	var problems []string // the reader's, which outlives the test
 	done := make(chan struct{})
 	go func() {

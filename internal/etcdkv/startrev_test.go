@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -59,7 +59,7 @@ func TestStartRevModel(t *testing.T) {
 		}
 		// List (--once) reads the same state.
 		listed := map[string]string{}
-		lrev, err := (&Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start}).List(ctx, func(page []nodeset.Change) error {
+		lrev, err := (&Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start}).List(ctx, func(page []flow.Change) error {
 			for _, ch := range page {
 				listed[ch.ID] = ch.Object.(string)
 			}
@@ -74,7 +74,7 @@ func TestStartRevModel(t *testing.T) {
 		for _, ch := range b.Changes {
 			got[ch.ID] = ch.Object.(string)
 		}
-		if b.Cause != nodeset.CauseInitial || b.Rev != start || fmt.Sprint(got) != fmt.Sprint(model) {
+		if b.Cause != flow.CauseInitial || b.Rev != start || fmt.Sprint(got) != fmt.Sprint(model) {
 			t.Fatalf("trial %d, StartRev %d: first batch %v at rev %d (%v), want %v", trial, start, got, b.Rev, b.Cause, model)
 		}
 		for _, o := range history[at+1:] {
@@ -116,7 +116,7 @@ func TestStartRevUnreadable(t *testing.T) {
 		if !errors.Is(err, ErrStartRev) {
 			t.Errorf("StartRev %d: %v, want ErrStartRev", rev, err)
 		}
-		_, err = (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).List(ctx, func([]nodeset.Change) error { return nil })
+		_, err = (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).List(ctx, func([]flow.Change) error { return nil })
 		if !errors.Is(err, ErrStartRev) {
 			t.Errorf("StartRev %d, List: %v, want ErrStartRev", rev, err)
 		}
@@ -126,4 +126,4 @@ func TestStartRevUnreadable(t *testing.T) {
 // discard is a Sink that keeps nothing.
 type discard struct{}
 
-func (discard) Put(nodeset.Batch) {}
+func (discard) Put(flow.Batch) {}

@@ -1,6 +1,6 @@
 // Package etcdkv follows a key or a prefix in etcd: it lists the state at
 // one revision, then watches from the next, and hands the result to a
-// nodeset.Sink as batches.
+// flow.Sink as batches.
 //
 // It is the reference list-then-watch of etcd's mirror.Syncer, plus the
 // parts a long-running watcher needs: the initial list is paged at a fixed
@@ -39,8 +39,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdwire"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // Without Watcher.PageSize, a listing's pages are sized by bytes: the
@@ -121,6 +121,22 @@ type Watcher struct {
 	// another revision would pass for it.
 	StartRev int64
 
+	// Keeps, if set, is the reader's filter, which the watcher asks about
+	// each event's object as it makes it, while it is fresh in the cache:
+	// it reports whether the filter keeps obj (keep), when it can tell
+	// fast and without an error (decided). An object it turns down leaves
+	// the reader's view as a deletion does, so the watcher hands the
+	// change on as one and lets go of the object; when the key's last
+	// change was turned down too, it leaves the change out (the reader
+	// does not have the key). One it keeps is handed on as Kept, and the
+	// follower does not ask again. Undecided objects are left to the
+	// follower.
+	Keeps func(obj any) (keep, decided bool)
+	// Listed, if set, is told how many objects a listing has read so far
+	// (a terminal's progress meter); the listing ends with the Put of its
+	// full batch. It is called from Run's goroutine.
+	Listed func(n int)
+
 	// Also holds more prefixes (with Prefix only) that are part of the
 	// same state: listed at the revision of Key's listing and watched from
 	// the next, as one prefix would be. mgmt's collect reads two prefixes
@@ -141,7 +157,7 @@ type Watcher struct {
 	keys map[string]*keyState
 	// batch is the scratch of watchOnce: a revision's changes (up to
 	// maxBatch of them kept between revisions).
-	batch []nodeset.Change
+	batch []flow.Change
 }
 
 // keyRange is a range of keys as etcd takes it: [key, end), or key alone
@@ -172,7 +188,7 @@ func (w *Watcher) ranges() []keyRange {
 // when etcd refuses the request for good (permission denied, bad
 // credentials, an invalid request); it closes nothing: out belongs to the
 // caller.
-func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
+func (w *Watcher) Run(ctx context.Context, out flow.Sink) error {
 	w.live = &liveness{ka: w.Keepalive.OrDefaults(), onCurrent: w.OnCurrent}
 	w.live.heard(time.Now())
 	ctx, cancel := context.WithCancel(ctx)
@@ -180,7 +196,7 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 	defer wg.Wait()
 	defer cancel()
 	wg.Go(func() { w.live.monitor(ctx) })
-	cause := nodeset.CauseInitial
+	cause := flow.CauseInitial
 	start := w.StartRev
 	for {
 		changes, rev, err := w.list(ctx, start, out)
@@ -189,8 +205,8 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 		}
 		start = 0
 		w.live.heard(time.Now())
-		out.Put(nodeset.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev, Confirmed: true})
-		cause = nodeset.CauseResync
+		out.Put(flow.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev, Confirmed: true})
+		cause = flow.CauseResync
 		if err := w.watch(ctx, rev, out); err != nil {
 			return err
 		}
@@ -202,15 +218,16 @@ func (w *Watcher) Run(ctx context.Context, out nodeset.Sink) error {
 // when at is 0), page by page, retrying transient errors until ctx ends;
 // when the current revision is compacted before the last page was read,
 // it starts again at the new current one. An at that cannot be read is
-// ErrStartRev. It reports how far it got to out
-// (nodeset.ReportListed).
-func (w *Watcher) list(ctx context.Context, at int64, out nodeset.Sink) ([]nodeset.Change, int64, error) {
+// ErrStartRev. It reports how far it got to Listed.
+func (w *Watcher) list(ctx context.Context, at int64, out flow.Sink) ([]flow.Change, int64, error) {
 	for {
 		w.keys = map[string]*keyState{}
-		var changes []nodeset.Change
-		rev, err := w.pages(ctx, at, func(page []nodeset.Change) error {
+		var changes []flow.Change
+		rev, err := w.pages(ctx, at, func(page []flow.Change) error {
 			changes = append(changes, page...)
-			nodeset.ReportListed(out, len(changes))
+			if w.Listed != nil {
+				w.Listed(len(changes))
+			}
 			return nil
 		})
 		if at == 0 && errors.Is(err, errListCompacted) {
@@ -236,7 +253,7 @@ var errListCompacted = errors.New("the revision of the listing was compacted whi
 // errors are as Run's, and a listing whose revision is compacted before
 // its last page was read fails (it cannot start over: pages were handed
 // on).
-func (w *Watcher) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
+func (w *Watcher) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
 	rev, err := w.pages(ctx, w.StartRev, page)
 	if err = w.startRevError(err); errors.Is(err, errListCompacted) {
 		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
@@ -262,7 +279,7 @@ func (w *Watcher) startRevError(err error) error {
 // revision; it returns errListCompacted when that revision is gone,
 // rpctypes.ErrFutureRev when it is ahead of etcd, ctx's error when ctx
 // ends, and an error when etcd refuses for good.
-func (w *Watcher) pages(ctx context.Context, rev int64, fn func([]nodeset.Change) error) (int64, error) {
+func (w *Watcher) pages(ctx context.Context, rev int64, fn func([]flow.Change) error) (int64, error) {
 	for _, r := range w.ranges() {
 		var err error
 		if rev, err = w.rangePages(ctx, r, rev, fn); err != nil {
@@ -276,7 +293,7 @@ func (w *Watcher) pages(ctx context.Context, rev int64, fn func([]nodeset.Change
 // returns), page by page. The next page is fetched while fn handles the
 // current one, so that etcd's time and the network's overlap nodewatch's
 // decoding and printing; at most two pages are held.
-func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func([]nodeset.Change) error) (int64, error) {
+func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func([]flow.Change) error) (int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()       // ends a fetch in flight when fn fails
 	var keys, size int64 // listed so far: their number and bytes
@@ -303,7 +320,7 @@ func (w *Watcher) rangePages(ctx context.Context, r keyRange, rev int64, fn func
 		if w.onPage != nil {
 			w.onPage(len(resp.KVs))
 		}
-		changes := make([]nodeset.Change, 0, len(resp.KVs))
+		changes := make([]flow.Change, 0, len(resp.KVs))
 		for i := range resp.KVs {
 			if c, ok := w.change(&resp.KVs[i], false, false, nil); ok {
 				changes = append(changes, c)
@@ -376,7 +393,7 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 // keeps the last revision it delivered, and a broken watch resumes every
 // range from the lowest (see watchOnce), each skipping what it delivered
 // already: one quiet range does not make another deliver again.
-func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error {
+func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 	ranges := w.ranges()
 	revs := make([]int64, len(ranges))
 	for i := range revs {
@@ -420,7 +437,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out nodeset.Sink) error 
 // Errors are as clientv3 makes them: a compaction is
 // rpctypes.ErrCompacted, a watch cancelled by the server carries its
 // reason as codes.FailedPrecondition.
-func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64, out nodeset.Sink) (err error) {
+func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64, out flow.Sink) (err error) {
 	wctx, cancel := context.WithCancelCause(clientv3.WithRequireLeader(ctx))
 	defer cancel(nil)
 	defer func() {
@@ -505,7 +522,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			for i := range revs {
 				revs[i] = max(revs[i], r)
 			}
-			out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: slices.Min(revs), Confirmed: true})
+			out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: slices.Min(revs), Confirmed: true})
 			continue
 		case resp.CompactRevision != 0:
 			return rpctypes.ErrCompacted
@@ -532,7 +549,6 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			revs[i] = max(revs[i], resp.Revision)
 		}
 		// One batch per revision: one transaction, one batch.
-		judge, _ := out.(nodeset.Judge)
 		events := resp.Events
 		for len(events) > 0 {
 			r := events[0].KV.ModRevision
@@ -544,11 +560,11 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 				// With one range, events at r prove that everything up
 				// to r was delivered; with several, another range may
 				// still be behind.
-				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
-					Changes: w.batch[:0]} // out keeps none of it (nodeset.Sink)
+				b := flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
+					Changes: w.batch[:0]} // out keeps none of it (flow.Sink)
 				for k := range events[:n] {
 					ev := &events[k]
-					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, judge); ok {
+					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, w.Keeps); ok {
 						b.Changes = append(b.Changes, c)
 					}
 				}
@@ -588,7 +604,7 @@ var errSilent = errors.New("no answer")
 // written it proves etcd rather than this stream, which can miss nothing
 // meanwhile; once something is written, progress answers prove the stream
 // again, or its silence ends it.
-func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc, ah *ahead, key string, out nodeset.Sink) {
+func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc, ah *ahead, key string, out flow.Sink) {
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
 	probe := &pb.RangeRequest{Key: []byte(key), KeysOnly: true, Limit: 1}
 	w.live.ka.Prove(ctx, w.ConfirmEvery, heard,
@@ -650,7 +666,7 @@ func (a *ahead) end() {
 // confirm puts a Confirmed batch at rev to out and returns true if the
 // watches are still ahead and rev, etcd's revision, is the one before
 // their start; it ends ahead if rev is later.
-func (a *ahead) confirm(rev int64, out nodeset.Sink) bool {
+func (a *ahead) confirm(rev int64, out flow.Sink) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.on.Load() {
@@ -662,7 +678,7 @@ func (a *ahead) confirm(rev int64, out nodeset.Sink) bool {
 	if rev != a.start-1 {
 		return false
 	}
-	out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev, Confirmed: true})
+	out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: rev, Confirmed: true})
 	return true
 }
 
@@ -758,17 +774,16 @@ func (l *liveness) monitor(ctx context.Context) {
 // the value of a watch event (event) of fromMin bytes or more is decoded
 // from the key's object of its last such event, and kept as the next
 // one's. An object left by a value that has since shrunk stays: any
-// reference decodes the same. An event's object that judge (the reader's
-// filter, if the sink is one) turns down is let go of at once, and the
-// change handed on as a deletion, or, when the key's last change was
-// turned down too, not at all (false): the reader does not have the key,
-// and the deletion would tell it nothing. One it keeps is handed on as
-// Kept (nodeset.Judge).
-func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, judge nodeset.Judge) (nodeset.Change, bool) {
+// reference decodes the same. An event's object that Keeps turns down is
+// let go of at once, and the change handed on as a deletion, or, when the
+// key's last change was turned down too, not at all (false): the reader
+// does not have the key, and the deletion would tell it nothing. One it
+// keeps is handed on as Kept.
+func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, keeps func(any) (bool, bool)) (flow.Change, bool) {
 	ks := w.keyState(kv.Key)
 	out := ks.out
 	ks.out = false
-	c := nodeset.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
+	c := flow.Change{ID: ks.id, Deleted: deleted, Rev: kv.ModRevision}
 	if deleted {
 		ks.keep(nil)
 		delete(w.keys, string(kv.Key))
@@ -800,8 +815,8 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, judge nodeset
 	} else if d, ok := obj.(*jsondoc.Doc); ok {
 		d.Give() // nothing here keeps it
 	}
-	if judge != nil {
-		keep, decided := judge.Keeps(obj)
+	if keeps != nil {
+		keep, decided := keeps(obj)
 		if decided && !keep {
 			jsondoc.Free(obj) // the hold it would have been handed on with
 			c.Deleted, ks.out = true, true

@@ -22,9 +22,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nodewatch/nodewatch/internal/etcdwire"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
@@ -32,7 +32,7 @@ import (
 // startWatcher runs w (a Watcher or a Source) until the test ends and
 // returns its mailbox.
 func startWatcher(t *testing.T, w interface {
-	Run(context.Context, nodeset.Sink) error
+	Run(context.Context, flow.Sink) error
 }) *handoff.Queue {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,7 +49,7 @@ func startWatcher(t *testing.T, w interface {
 	return mb
 }
 
-func next(t *testing.T, mb *handoff.Queue) nodeset.Batch {
+func next(t *testing.T, mb *handoff.Queue) flow.Batch {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
@@ -92,7 +92,7 @@ func TestListPaged(t *testing.T) {
 		pages = append(pages, k)
 	}
 	b := next(t, startWatcher(t, w))
-	if b.Cause != nodeset.CauseInitial || !b.Synced || len(b.Changes) != n {
+	if b.Cause != flow.CauseInitial || !b.Synced || len(b.Changes) != n {
 		t.Fatalf("initial batch: cause %v synced %v, %d changes; want initial, synced, %d", b.Cause, b.Synced, len(b.Changes), n)
 	}
 	for i, c := range b.Changes {
@@ -118,7 +118,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	var logs testkit.Buffer
 	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
-	if b := next(t, mb); b.Cause != nodeset.CauseInitial {
+	if b := next(t, mb); b.Cause != flow.CauseInitial {
 		t.Fatalf("first batch cause %v", b.Cause)
 	}
 	proxy.Cut()
@@ -129,16 +129,16 @@ func TestResumeAfterDisconnect(t *testing.T) {
 
 	// The three revisions may arrive as one merged batch or several; what
 	// must hold: no resync, and the final state is the deletion at r3.
-	var got []nodeset.Change
+	var got []flow.Change
 	for len(got) == 0 || got[len(got)-1].Rev != r3 {
 		b := next(t, mb)
-		if b.Cause != nodeset.CauseChange {
+		if b.Cause != flow.CauseChange {
 			t.Fatalf("batch cause %v after a plain disconnect, want change", b.Cause)
 		}
 		got = append(got, b.Changes...)
 	}
 	last := got[len(got)-1]
-	if diff := cmp.Diff(nodeset.Change{ID: "/r/a", Deleted: true, Rev: r3}, last); diff != "" {
+	if diff := cmp.Diff(flow.Change{ID: "/r/a", Deleted: true, Rev: r3}, last); diff != "" {
 		t.Errorf("last change (-want +got):\n%s", diff)
 	}
 	for _, c := range got {
@@ -196,7 +196,7 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	rev2 := etcdtest.PutRetrying(t, all, "/q/a", "2")
 	for {
 		b := next(t, mb)
-		if b.Cause != nodeset.CauseChange {
+		if b.Cause != flow.CauseChange {
 			t.Fatalf("batch cause %v after the cluster came back, want change", b.Cause)
 		}
 		if b.Rev == rev2 {
@@ -205,8 +205,8 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	}
 }
 
-// listedSink records what a source reports while it lists, and the size
-// of each full batch it puts, in order.
+// listedSink records what a source reports while it lists (its Listed
+// is the watcher's), and the size of each full batch it puts, in order.
 type listedSink struct {
 	mu  sync.Mutex
 	log []string
@@ -219,7 +219,7 @@ func (s *listedSink) Listed(n int) {
 	s.log = append(s.log, fmt.Sprintf("listed %d", n))
 }
 
-func (s *listedSink) Put(b nodeset.Batch) {
+func (s *listedSink) Put(b flow.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log = append(s.log, fmt.Sprintf("put %v of %d", b.Cause, len(b.Changes)))
@@ -228,16 +228,15 @@ func (s *listedSink) Put(b nodeset.Batch) {
 	}
 }
 
-// TestListReportsProgress: while it lists, the watcher tells a sink that
-// wants to know how many objects it has read, page by page, before it
-// puts the full batch.
+// TestListReportsProgress: while it lists, the watcher tells Listed how
+// many objects it has read, page by page, before it puts the full batch.
 func TestListReportsProgress(t *testing.T) {
 	_, c := etcdtest.StartWith(t)
 	for i := range 5 {
 		etcdtest.Put(t, c, fmt.Sprintf("/r/%d", i), "v")
 	}
-	w := &Watcher{Client: c, Key: "/r/", Prefix: true, PageSize: 2, Decode: value}
 	s := &listedSink{put: make(chan struct{}, 1)}
+	w := &Watcher{Client: c, Key: "/r/", Prefix: true, PageSize: 2, Decode: value, Listed: s.Listed}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -267,7 +266,7 @@ func TestWatcherAlso(t *testing.T) {
 	}
 	w := &Watcher{Client: c, Key: "/e/h3/", Prefix: true, Also: []string{"/e/*/"}, PageSize: 1, Decode: value}
 	var listed []string
-	if _, err := w.List(context.Background(), func(page []nodeset.Change) error {
+	if _, err := w.List(context.Background(), func(page []flow.Change) error {
 		for _, ch := range page {
 			listed = append(listed, ch.ID)
 		}
@@ -296,7 +295,7 @@ func TestWatcherAlso(t *testing.T) {
 	}
 }
 
-func changeIDs(b nodeset.Batch) []string {
+func changeIDs(b flow.Batch) []string {
 	var ids []string
 	for _, c := range b.Changes {
 		ids = append(ids, c.ID)
@@ -371,7 +370,7 @@ func TestListReadsOneAhead(t *testing.T) {
 	var ids []string
 	done := make(chan error, 1)
 	go func() {
-		_, err := w.List(ctx, func(page []nodeset.Change) error {
+		_, err := w.List(ctx, func(page []flow.Change) error {
 			if len(ids) == 0 {
 				<-release
 			}
@@ -476,7 +475,7 @@ func TestWatcherKeyStates(t *testing.T) {
 		ID: func(key string) string { return "id:" + key }}
 	mb := startWatcher(t, w)
 	live := map[string]string{} // key: the id string its changes carry
-	check := func(b nodeset.Batch) {
+	check := func(b flow.Batch) {
 		t.Helper()
 		for _, ch := range b.Changes {
 			key := strings.TrimPrefix(ch.ID, "id:")
@@ -542,7 +541,7 @@ func TestWatcherKeyStatesResync(t *testing.T) {
 	for !b.Full() {
 		b = next(t, mb)
 	}
-	if b.Cause != nodeset.CauseResync {
+	if b.Cause != flow.CauseResync {
 		t.Fatalf("full batch of cause %v, want a resync", b.Cause)
 	}
 	if got := slices.Sorted(maps.Keys(w.keys)); !slices.Equal(got, []string{"/k/a", "/k/c"}) {

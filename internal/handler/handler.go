@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
 // DefaultGrace is how long a handler may take to end after SIGTERM (or
@@ -48,7 +48,7 @@ func (s Signal) Error() string { return s.Signal.String() + " signal received" }
 // when the handler exits 0. When ctx ends first, the handler gets the
 // signal that ended it (SIGTERM for anything else), then, Grace later,
 // SIGKILL, and Run returns ctx.Err() once it is gone.
-func (h *Handler) Run(ctx context.Context, input []byte, done nodeset.Event, attempt int) error {
+func (h *Handler) Run(ctx context.Context, input []byte, done flow.Event, attempt int) error {
 	cmd := shell(h.Command)
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout, cmd.Stderr = h.Stdout, h.Stderr
@@ -120,7 +120,7 @@ func (h *Handler) end(p *os.Process, sig syscall.Signal, exited <-chan error) {
 
 // Env is the environment that describes a batch to its handler, beside
 // the inherited one.
-func Env(done nodeset.Event, attempt int) []string {
+func Env(done flow.Event, attempt int) []string {
 	return []string{
 		"NODEWATCH_BATCH=" + strconv.Itoa(done.Batch),
 		"NODEWATCH_CAUSE=" + done.Cause.String(),

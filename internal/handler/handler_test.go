@@ -17,19 +17,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // done is the end of the batch the handlers of these tests are run for.
-var done = nodeset.Event{
-	Type:   nodeset.BatchDone,
+var done = flow.Event{
+	Type:   flow.BatchDone,
 	Batch:  7,
 	Rev:    4242,
 	Synced: true,
-	Cause:  nodeset.CauseResume,
-	Counts: nodeset.Counts{New: 1, Updated: 20, Deleted: 300},
+	Cause:  flow.CauseResume,
+	Counts: flow.Counts{New: 1, Updated: 20, Deleted: 300},
 }
 
 // run runs command as a handler with input and no timeout, and returns
@@ -123,7 +123,7 @@ func TestEnv(t *testing.T) {
 	if got := handler.Env(done, 3); !slices.Equal(got, want) {
 		t.Errorf("Env:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got := handler.Env(nodeset.Event{Type: nodeset.BatchDone, Batch: 1}, 1); !slices.Equal(got, []string{
+	if got := handler.Env(flow.Event{Type: flow.BatchDone, Batch: 1}, 1); !slices.Equal(got, []string{
 		"NODEWATCH_BATCH=1", "NODEWATCH_CAUSE=change", "NODEWATCH_SYNCED=false", "NODEWATCH_REV=0",
 		"NODEWATCH_NEW=0", "NODEWATCH_UPDATED=0", "NODEWATCH_DELETED=0", "NODEWATCH_ATTEMPT=1",
 	}) {

@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // The model-based test of the hand-off: a random source (puts, deletes,
@@ -119,8 +120,8 @@ func runModel(seed uint64, steps int) error {
 }
 
 func (m *modelCase) run(steps int, readP float64) error {
-	direct := nodeset.NewFollower(m.filter, m.equals)
-	through := nodeset.NewFollower(m.filter, m.equals)
+	direct := view.NewFollower(m.filter, m.equals)
+	through := view.NewFollower(m.filter, m.equals)
 	q := New(m.maxQueued)
 	q.pairwiseAt = m.pairwiseAt
 	m.logf("ids compared pairwise up to %d (0: the default)", m.pairwiseAt)
@@ -132,8 +133,8 @@ func (m *modelCase) run(steps int, readP float64) error {
 		// starts from the ids it then has.
 		b := m.nextBatch(true)
 		m.logf("initial, read directly: %s", fmtBatch(b))
-		for _, f := range []*nodeset.Follower{direct, through} {
-			if err := f.Apply(b, func(nodeset.Event) error { return nil }); err != nil {
+		for _, f := range []*view.Follower{direct, through} {
+			if err := f.Apply(b, func(flow.Event) error { return nil }); err != nil {
 				return err
 			}
 		}
@@ -155,7 +156,7 @@ func (m *modelCase) run(steps int, readP float64) error {
 	// held is a change batch the reader applied and has not given back
 	// yet (recycle), and what it held when the reader got it: nothing
 	// may write over it until the reader gives it back.
-	var held, heldWas []nodeset.Change
+	var held, heldWas []flow.Change
 	giveBack := func() error {
 		if held == nil {
 			return nil
@@ -198,12 +199,12 @@ func (m *modelCase) run(steps int, readP float64) error {
 			seen[c.ID] = true
 		}
 		switch {
-		case handed == 1 && b.Cause != nodeset.CauseInitial:
+		case handed == 1 && b.Cause != flow.CauseInitial:
 			return true, fmt.Errorf("the first batch read is %v, want initial", b.Cause)
-		case handed > 1 && b.Cause == nodeset.CauseInitial:
+		case handed > 1 && b.Cause == flow.CauseInitial:
 			return true, fmt.Errorf("batch %d read is initial again", handed)
 		}
-		if err := through.Apply(b, func(nodeset.Event) error { return nil }); err != nil {
+		if err := through.Apply(b, func(flow.Event) error { return nil }); err != nil {
 			return true, err
 		}
 		got := snapshot(through.Set())
@@ -226,16 +227,16 @@ func (m *modelCase) run(steps int, readP float64) error {
 		}
 		b := m.nextBatch(len(views) == 1)
 		m.logf("put %d: %s", len(views), fmtBatch(b))
-		if err := direct.Apply(b, func(nodeset.Event) error { return nil }); err != nil {
+		if err := direct.Apply(b, func(flow.Event) error { return nil }); err != nil {
 			return err
 		}
 		views = append(views, snapshot(direct.Set()))
 		q.Put(b)
 		// The source may make its next batch in the same slice (the
-		// etcd watcher does, nodeset.Sink): a queue that kept it would
+		// etcd watcher does, flow.Sink): a queue that kept it would
 		// hand on what is written over it.
 		for i := range b.Changes {
-			b.Changes[i] = nodeset.Change{ID: "overwritten", Rev: -1}
+			b.Changes[i] = flow.Change{ID: "overwritten", Rev: -1}
 		}
 		// Bounded by ids: an unread full listing, one merged batch (at
 		// most one change per id), and MaxQueued-1 batches as they came.
@@ -260,25 +261,25 @@ func (m *modelCase) run(steps int, readP float64) error {
 }
 
 // nextBatch returns a random batch; the first is the initial listing.
-func (m *modelCase) nextBatch(first bool) nodeset.Batch {
+func (m *modelCase) nextBatch(first bool) flow.Batch {
 	rng := m.rng
 	if first || rng.IntN(8) == 0 {
-		b := nodeset.Batch{Cause: nodeset.CauseResync, Synced: true}
+		b := flow.Batch{Cause: flow.CauseResync, Synced: true}
 		if first {
-			b.Cause = nodeset.CauseInitial
+			b.Cause = flow.CauseInitial
 		}
 		next := map[string]int{}
 		for _, id := range m.ids {
 			switch rng.IntN(4) {
 			case 0: // absent
 			case 1:
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Undecodable: true})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Undecodable: true})
 				if v, ok := m.source[id]; ok {
 					next[id] = v
 				}
 			default:
 				v := rng.IntN(60)
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: v})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Object: v})
 				next[id] = v
 			}
 		}
@@ -286,18 +287,18 @@ func (m *modelCase) nextBatch(first bool) nodeset.Batch {
 		m.source = next
 		return b
 	}
-	b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true}
+	b := flow.Batch{Cause: flow.CauseChange, Synced: true}
 	for range 1 + rng.IntN(3) {
 		id := m.ids[rng.IntN(len(m.ids))]
 		switch rng.IntN(4) {
 		case 0:
-			b.Changes = append(b.Changes, nodeset.Change{ID: id, Deleted: true})
+			b.Changes = append(b.Changes, flow.Change{ID: id, Deleted: true})
 			delete(m.source, id)
 		case 1:
-			b.Changes = append(b.Changes, nodeset.Change{ID: id, Undecodable: true})
+			b.Changes = append(b.Changes, flow.Change{ID: id, Undecodable: true})
 		default:
 			v := rng.IntN(60)
-			b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: v})
+			b.Changes = append(b.Changes, flow.Change{ID: id, Object: v})
 			m.source[id] = v
 		}
 	}
@@ -319,7 +320,7 @@ func (m *modelCase) logf(format string, args ...any) {
 	m.trace = append(m.trace, fmt.Sprintf(format, args...))
 }
 
-func snapshot(s *nodeset.Set) map[string]any {
+func snapshot(s *view.Set) map[string]any {
 	out := map[string]any{}
 	s.Ascend(func(id string, obj any) bool {
 		out[id] = obj
@@ -328,7 +329,7 @@ func snapshot(s *nodeset.Set) map[string]any {
 	return out
 }
 
-func fmtBatch(b nodeset.Batch) string {
+func fmtBatch(b flow.Batch) string {
 	s := b.Cause.String() + " {"
 	for i, c := range b.Changes {
 		if i > 0 {

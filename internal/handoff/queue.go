@@ -32,7 +32,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
 // DefaultMaxQueued is how many change batches a Queue keeps apart before
@@ -82,7 +82,7 @@ type Queue struct {
 	err        error
 	// spares are arrays of batches the reader gave back (Recycle), for
 	// the next batches to be copied into; empty, at most maxSpares.
-	spares [][]nodeset.Change
+	spares [][]flow.Change
 
 	// OnMerge, if set, is told how many queued changes a merge replaced:
 	// changes the reader will never get, because a later change of the
@@ -100,10 +100,10 @@ type pending struct {
 	// one etcd transaction is one batch). Otherwise, and once merged
 	// into, changes holds them, and list is nil. Next hands the list
 	// itself to the reader.
-	list    []nodeset.Change
-	one     [1]nodeset.Change // list's array when it holds one change
-	changes map[string]nodeset.Change
-	cause   nodeset.Cause
+	list    []flow.Change
+	one     [1]flow.Change // list's array when it holds one change
+	changes map[string]flow.Change
+	cause   flow.Cause
 	synced  bool
 	rev     int64
 	// confirmed: a batch merged into it was Confirmed; the merged batch
@@ -206,10 +206,10 @@ func (q *Queue) rebase() {
 	q.base, q.gone = nil, nil
 }
 
-var _ nodeset.Sink = (*Queue)(nil)
+var _ flow.Sink = (*Queue)(nil)
 
 // Put hands b to the reader. It never blocks. Put after Close is a no-op.
-func (q *Queue) Put(b nodeset.Batch) {
+func (q *Queue) Put(b flow.Batch) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -251,13 +251,13 @@ func (q *Queue) signal() {
 }
 
 // putFull replaces everything queued with the full batch b.
-func (q *Queue) putFull(b nodeset.Batch) {
-	next := &pending{changes: make(map[string]nodeset.Change, len(b.Changes)), cause: b.Cause}
-	if q.full != nil && q.full.cause == nodeset.CauseInitial {
-		next.cause = nodeset.CauseInitial // the reader has not had the first listing
+func (q *Queue) putFull(b flow.Batch) {
+	next := &pending{changes: make(map[string]flow.Change, len(b.Changes)), cause: b.Cause}
+	if q.full != nil && q.full.cause == flow.CauseInitial {
+		next.cause = flow.CauseInitial // the reader has not had the first listing
 	}
 	next.add(b, nil, false)
-	if slices.ContainsFunc(b.Changes, func(c nodeset.Change) bool { return c.Undecodable }) {
+	if slices.ContainsFunc(b.Changes, func(c flow.Change) bool { return c.Undecodable }) {
 		// lastQueued looks the bad records up in every queued batch:
 		// by id, not through lists of any length.
 		for _, p := range q.changes {
@@ -288,21 +288,21 @@ func (q *Queue) putFull(b nodeset.Batch) {
 
 // lastQueued returns the newest state of id that is queued and not
 // Undecodable (a deletion included), and whether there is one.
-func (q *Queue) lastQueued(id string) (nodeset.Change, bool) {
+func (q *Queue) lastQueued(id string) (flow.Change, bool) {
 	for i := len(q.changes) - 1; i >= 0; i-- {
 		if c, ok := q.changes[i].get(id); ok && !c.Undecodable {
 			return c, true
 		}
 	}
 	if q.full == nil {
-		return nodeset.Change{}, false
+		return flow.Change{}, false
 	}
 	c, ok := q.full.changes[id]
 	switch {
 	case !ok:
-		return nodeset.Change{ID: id, Deleted: true}, true // absent from a full listing
+		return flow.Change{ID: id, Deleted: true}, true // absent from a full listing
 	case c.Undecodable:
-		return nodeset.Change{}, false
+		return flow.Change{}, false
 	}
 	return c, true
 }
@@ -346,7 +346,7 @@ var seenSeed = maphash.MakeSeed()
 const posBits = 9 // 1..maxPooled
 
 // distinct reports whether cs holds each id once; q.mu must be held.
-func (q *Queue) distinct(cs []nodeset.Change) bool {
+func (q *Queue) distinct(cs []flow.Change) bool {
 	upTo := pairwiseUpTo
 	if q.pairwiseAt > 0 {
 		upTo = q.pairwiseAt
@@ -402,7 +402,7 @@ func (q *Queue) distinct(cs []nodeset.Change) bool {
 // changes queued in p that its changes replaced; see put for forget. If
 // p is empty and b's ids are distinct, p keeps b's changes as a list:
 // a copy, made in p.list's array if Put gave it a spare (empty, with room).
-func (p *pending) add(b nodeset.Batch, forget func(id string) bool, distinct bool) (merged int) {
+func (p *pending) add(b flow.Batch, forget func(id string) bool, distinct bool) (merged int) {
 	switch {
 	case p.changes != nil || len(p.list) > 0 || forget != nil || !distinct:
 		p.toMap()
@@ -439,7 +439,7 @@ const (
 // their array. The reader must not use cs, or anything that shares its
 // array, once it gave it back. Readers that keep their batches do not
 // call it.
-func (q *Queue) Recycle(cs []nodeset.Change) {
+func (q *Queue) Recycle(cs []flow.Change) {
 	if cap(cs) < 2 || cap(cs) > maxSpareCap {
 		return // a one-change batch's array is its pending's
 	}
@@ -453,7 +453,7 @@ func (q *Queue) Recycle(cs []nodeset.Change) {
 
 // spare returns an empty spare array with room for n changes, or nil;
 // q.mu must be held.
-func (q *Queue) spare(n int) []nodeset.Change {
+func (q *Queue) spare(n int) []flow.Change {
 	if n < 2 {
 		return nil
 	}
@@ -473,11 +473,11 @@ func (p *pending) toMap() {
 	if p.changes != nil {
 		return
 	}
-	p.changes = make(map[string]nodeset.Change, len(p.list))
+	p.changes = make(map[string]flow.Change, len(p.list))
 	for _, c := range p.list {
 		p.changes[c.ID] = c
 	}
-	p.list, p.one = nil, [1]nodeset.Change{}
+	p.list, p.one = nil, [1]flow.Change{}
 }
 
 // len returns the number of changes p holds.
@@ -489,7 +489,7 @@ func (p *pending) len() int {
 }
 
 // each calls fn with every change p holds, one per id.
-func (p *pending) each(fn func(nodeset.Change)) {
+func (p *pending) each(fn func(flow.Change)) {
 	if p.changes != nil {
 		for _, c := range p.changes {
 			fn(c)
@@ -502,7 +502,7 @@ func (p *pending) each(fn func(nodeset.Change)) {
 }
 
 // get returns p's change of id, and whether it holds one.
-func (p *pending) get(id string) (nodeset.Change, bool) {
+func (p *pending) get(id string) (flow.Change, bool) {
 	if p.changes != nil {
 		c, ok := p.changes[id]
 		return c, ok
@@ -512,14 +512,14 @@ func (p *pending) get(id string) (nodeset.Change, bool) {
 			return c, true
 		}
 	}
-	return nodeset.Change{}, false
+	return flow.Change{}, false
 }
 
 // merge merges the later queued batch o into p, and returns the number
 // of changes queued in p that o's changes replaced; see put for forget.
 func (p *pending) merge(o *pending, forget func(id string) bool) (merged int) {
 	p.toMap()
-	o.each(func(c nodeset.Change) { merged += p.put(c, forget) })
+	o.each(func(c flow.Change) { merged += p.put(c, forget) })
 	p.synced = p.synced || o.synced
 	p.rev = max(p.rev, o.rev)
 	p.confirmed = p.confirmed || o.confirmed
@@ -530,7 +530,7 @@ func (p *pending) merge(o *pending, forget func(id string) bool) (merged int) {
 // as a forgotten deletion, removed) a change queued for c.ID, else 0. If
 // forget is set and says that a deletion of c.ID is news to nobody, the
 // deletion leaves no trace.
-func (p *pending) put(c nodeset.Change, forget func(id string) bool) int {
+func (p *pending) put(c flow.Change, forget func(id string) bool) int {
 	_, queued := p.changes[c.ID]
 	if queued && c.Undecodable {
 		return 0 // the queued state is the last good one
@@ -571,22 +571,22 @@ func (q *Queue) Close(err error) {
 // they end instead). The changes of a batch come in no
 // particular order, one per id. The reader must apply every batch it gets:
 // the queue counts what it handed over as applied.
-func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
+func (q *Queue) Next(ctx context.Context) (flow.Batch, error) {
 	for {
 		q.mu.Lock()
 		if p := q.pop(); p != nil {
-			var into []nodeset.Change // a merged change batch's, if a spare has room
-			if p.changes != nil && p.cause == nodeset.CauseChange {
+			var into []flow.Change // a merged change batch's, if a spare has room
+			if p.changes != nil && p.cause == flow.CauseChange {
 				into = q.spare(len(p.changes))
 			}
 			q.mu.Unlock()
-			b := nodeset.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: p.list}
+			b := flow.Batch{Cause: p.cause, Synced: p.synced, Rev: p.rev, Confirmed: p.confirmed, Changes: p.list}
 			switch {
 			case b.Changes == nil && p.changes == nil:
-				b.Changes = []nodeset.Change{}
+				b.Changes = []flow.Change{}
 			case p.changes != nil:
 				if b.Changes = into; into == nil {
-					b.Changes = make([]nodeset.Change, 0, len(p.changes))
+					b.Changes = make([]flow.Change, 0, len(p.changes))
 				}
 				for _, c := range p.changes {
 					b.Changes = append(b.Changes, c)
@@ -597,7 +597,7 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 		closed, err := q.closed, q.err
 		q.mu.Unlock()
 		if closed {
-			return nodeset.Batch{}, err
+			return flow.Batch{}, err
 		}
 		done := ctx.Done()
 		if done == nil {
@@ -606,7 +606,7 @@ func (q *Queue) Next(ctx context.Context) (nodeset.Batch, error) {
 		}
 		select {
 		case <-done:
-			return nodeset.Batch{}, ctx.Err()
+			return flow.Batch{}, ctx.Err()
 		case <-q.ready:
 		}
 	}
@@ -643,7 +643,7 @@ func (q *Queue) pop() *pending {
 	p := q.changes[0]
 	q.changes[0] = nil
 	q.changes = q.changes[1:]
-	p.each(func(c nodeset.Change) {
+	p.each(func(c flow.Change) {
 		switch {
 		case c.Deleted:
 			q.hand(c.ID, false)

@@ -9,20 +9,20 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-func sorted(b nodeset.Batch) nodeset.Batch {
+func sorted(b flow.Batch) flow.Batch {
 	sort.Slice(b.Changes, func(i, j int) bool { return b.Changes[i].ID < b.Changes[j].ID })
 	return b
 }
 
 // drain returns every queued batch, changes sorted by id.
-func drain(t *testing.T, m *Queue) []nodeset.Batch {
+func drain(t *testing.T, m *Queue) []flow.Batch {
 	t.Helper()
-	var out []nodeset.Batch
+	var out []flow.Batch
 	for queuedBatches(m) > 0 {
 		b, err := m.Next(context.Background())
 		if err != nil {
@@ -36,42 +36,42 @@ func drain(t *testing.T, m *Queue) []nodeset.Batch {
 // TestQueueMerges: what comes out of a queue with MaxQueued 2 that
 // nobody read while the batches went in.
 func TestQueueMerges(t *testing.T) {
-	chg := func(rev int64, c ...nodeset.Change) nodeset.Batch {
-		return nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev, Changes: c}
+	chg := func(rev int64, c ...flow.Change) flow.Batch {
+		return flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: rev, Changes: c}
 	}
 	tests := []struct {
 		name string
-		puts []nodeset.Batch
-		want []nodeset.Batch
+		puts []flow.Batch
+		want []flow.Batch
 	}{{
 		name: "below the limit, batches stay apart",
-		puts: []nodeset.Batch{chg(5, nodeset.Change{ID: "a", Object: 1}), chg(6, nodeset.Change{ID: "a", Object: 2})},
-		want: []nodeset.Batch{chg(5, nodeset.Change{ID: "a", Object: 1}), chg(6, nodeset.Change{ID: "a", Object: 2})},
+		puts: []flow.Batch{chg(5, flow.Change{ID: "a", Object: 1}), chg(6, flow.Change{ID: "a", Object: 2})},
+		want: []flow.Batch{chg(5, flow.Change{ID: "a", Object: 1}), chg(6, flow.Change{ID: "a", Object: 2})},
 	}, {
 		name: "at the limit, change batches collapse per id, latest wins",
-		puts: []nodeset.Batch{chg(5, nodeset.Change{ID: "a", Object: 1}), chg(6, nodeset.Change{ID: "a", Object: 2}, nodeset.Change{ID: "b", Object: 1}), chg(7, nodeset.Change{ID: "a", Object: 3})},
-		want: []nodeset.Batch{chg(7, nodeset.Change{ID: "a", Object: 3}, nodeset.Change{ID: "b", Object: 1})},
+		puts: []flow.Batch{chg(5, flow.Change{ID: "a", Object: 1}), chg(6, flow.Change{ID: "a", Object: 2}, flow.Change{ID: "b", Object: 1}), chg(7, flow.Change{ID: "a", Object: 3})},
+		want: []flow.Batch{chg(7, flow.Change{ID: "a", Object: 3}, flow.Change{ID: "b", Object: 1})},
 	}, {
 		name: "a full listing replaces queued changes",
-		puts: []nodeset.Batch{chg(5, nodeset.Change{ID: "a", Object: 1}), {Cause: nodeset.CauseResync, Synced: true, Rev: 9, Changes: []nodeset.Change{{ID: "b", Object: 1}}}},
-		want: []nodeset.Batch{{Cause: nodeset.CauseResync, Synced: true, Rev: 9, Changes: []nodeset.Change{{ID: "b", Object: 1}}}},
+		puts: []flow.Batch{chg(5, flow.Change{ID: "a", Object: 1}), {Cause: flow.CauseResync, Synced: true, Rev: 9, Changes: []flow.Change{{ID: "b", Object: 1}}}},
+		want: []flow.Batch{{Cause: flow.CauseResync, Synced: true, Rev: 9, Changes: []flow.Change{{ID: "b", Object: 1}}}},
 	}, {
 		name: "an unread initial listing stays initial, and apart from later changes",
-		puts: []nodeset.Batch{
-			{Cause: nodeset.CauseInitial, Synced: true, Rev: 3, Changes: []nodeset.Change{{ID: "a", Object: 1}}},
-			{Cause: nodeset.CauseResync, Synced: true, Rev: 4, Changes: []nodeset.Change{{ID: "a", Object: 2}}},
-			chg(5, nodeset.Change{ID: "c", Object: 1}),
-			chg(6, nodeset.Change{ID: "c", Object: 2}),
-			chg(7, nodeset.Change{ID: "d", Object: 1}),
+		puts: []flow.Batch{
+			{Cause: flow.CauseInitial, Synced: true, Rev: 3, Changes: []flow.Change{{ID: "a", Object: 1}}},
+			{Cause: flow.CauseResync, Synced: true, Rev: 4, Changes: []flow.Change{{ID: "a", Object: 2}}},
+			chg(5, flow.Change{ID: "c", Object: 1}),
+			chg(6, flow.Change{ID: "c", Object: 2}),
+			chg(7, flow.Change{ID: "d", Object: 1}),
 		},
-		want: []nodeset.Batch{
-			{Cause: nodeset.CauseInitial, Synced: true, Rev: 4, Changes: []nodeset.Change{{ID: "a", Object: 2}}},
-			chg(7, nodeset.Change{ID: "c", Object: 2}, nodeset.Change{ID: "d", Object: 1}),
+		want: []flow.Batch{
+			{Cause: flow.CauseInitial, Synced: true, Rev: 4, Changes: []flow.Change{{ID: "a", Object: 2}}},
+			chg(7, flow.Change{ID: "c", Object: 2}, flow.Change{ID: "d", Object: 1}),
 		},
 	}, {
 		name: "a collapse forgets what the reader never saw come and go",
-		puts: []nodeset.Batch{chg(5, nodeset.Change{ID: "x", Object: 1}), chg(6, nodeset.Change{ID: "x", Deleted: true}), chg(7, nodeset.Change{ID: "y", Object: 1})},
-		want: []nodeset.Batch{chg(7, nodeset.Change{ID: "y", Object: 1})},
+		puts: []flow.Batch{chg(5, flow.Change{ID: "x", Object: 1}), chg(6, flow.Change{ID: "x", Deleted: true}), chg(7, flow.Change{ID: "y", Object: 1})},
+		want: []flow.Batch{chg(7, flow.Change{ID: "y", Object: 1})},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,10 +88,10 @@ func TestQueueMerges(t *testing.T) {
 
 func TestQueueCloseDrainsFirst(t *testing.T) {
 	m := New(0)
-	m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: "a"}}})
+	m.Put(flow.Batch{Changes: []flow.Change{{ID: "a"}}})
 	boom := errors.New("boom")
 	m.Close(boom)
-	m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: "late"}}})
+	m.Put(flow.Batch{Changes: []flow.Change{{ID: "late"}}})
 	if b, err := m.Next(context.Background()); err != nil || len(b.Changes) != 1 || b.Changes[0].ID != "a" {
 		t.Fatalf("Next = %v, %v; want the pending batch", b, err)
 	}
@@ -102,12 +102,12 @@ func TestQueueCloseDrainsFirst(t *testing.T) {
 
 func TestQueueNextWaits(t *testing.T) {
 	m := New(0)
-	got := make(chan nodeset.Batch)
+	got := make(chan flow.Batch)
 	go func() {
 		b, _ := m.Next(context.Background())
 		got <- b
 	}()
-	m.Put(nodeset.Batch{Rev: 7})
+	m.Put(flow.Batch{Rev: 7})
 	if b := <-got; b.Rev != 7 {
 		t.Fatalf("Next = %+v, want rev 7", b)
 	}
@@ -123,7 +123,7 @@ func TestQueueNextWaits(t *testing.T) {
 func TestQueueKeepsBatchesApart(t *testing.T) {
 	m := New(0)
 	for i := 1; i <= 3; i++ {
-		m.Put(nodeset.Batch{Rev: int64(i), Changes: []nodeset.Change{{ID: "a", Object: i}}})
+		m.Put(flow.Batch{Rev: int64(i), Changes: []flow.Change{{ID: "a", Object: i}}})
 	}
 	for i := 1; i <= 3; i++ {
 		b, err := m.Next(context.Background())
@@ -140,7 +140,7 @@ func TestQueueBounded(t *testing.T) {
 	m := New(0)
 	const n = 1_000_000
 	for i := 0; i < n; i++ {
-		m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: string(rune('a' + i%10)), Object: i}}})
+		m.Put(flow.Batch{Changes: []flow.Change{{ID: string(rune('a' + i%10)), Object: i}}})
 	}
 	if got := queuedBatches(m); got > DefaultMaxQueued {
 		t.Fatalf("queued batches = %d, want at most %d", got, DefaultMaxQueued)
@@ -177,7 +177,7 @@ func TestQueueSlowConsumer(t *testing.T) {
 	}
 	for round := 0; round < 2000; round++ {
 		for i, id := range ids {
-			m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: id, Object: round*1000 + i}}})
+			m.Put(flow.Batch{Changes: []flow.Change{{ID: id, Object: round*1000 + i}}})
 		}
 		if _, err := m.Next(context.Background()); err != nil {
 			t.Fatal(err)
@@ -198,7 +198,7 @@ func BenchmarkQueueSlowConsumer(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: ids[i%len(ids)], Object: i}}})
+		m.Put(flow.Batch{Changes: []flow.Change{{ID: ids[i%len(ids)], Object: i}}})
 	}
 }
 
@@ -216,7 +216,7 @@ func benchmarkQueueHeap(b *testing.B, updates int) {
 		runtime.ReadMemStats(&before)
 		m := New(0)
 		for u := 0; u < updates; u++ {
-			m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: ids[u%len(ids)], Object: u}}})
+			m.Put(flow.Batch{Changes: []flow.Change{{ID: ids[u%len(ids)], Object: u}}})
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -234,8 +234,8 @@ func TestQueueChurnBounded(t *testing.T) {
 	m := New(4)
 	for i := 0; i < 100_000; i++ {
 		id := fmt.Sprintf("lock-%06d", i)
-		m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: id, Object: i}}})
-		m.Put(nodeset.Batch{Changes: []nodeset.Change{{ID: id, Deleted: true}}})
+		m.Put(flow.Batch{Changes: []flow.Change{{ID: id, Object: i}}})
+		m.Put(flow.Batch{Changes: []flow.Change{{ID: id, Deleted: true}}})
 	}
 	if got := queuedChanges(m); got > 8 {
 		t.Fatalf("%d changes queued after 100k ids came and went, want a handful", got)
@@ -262,9 +262,9 @@ func TestQueueCountsMerges(t *testing.T) {
 				}
 				continue
 			}
-			var b nodeset.Batch
+			var b flow.Batch
 			for _, id := range r.Perm(4)[:1+r.IntN(4)] {
-				b.Changes = append(b.Changes, nodeset.Change{ID: fmt.Sprint(id), Object: r.Int()})
+				b.Changes = append(b.Changes, flow.Change{ID: fmt.Sprint(id), Object: r.Int()})
 			}
 			q.Put(b)
 			put += len(b.Changes)
@@ -282,23 +282,23 @@ func TestQueueCountsMerges(t *testing.T) {
 // base: a deletion of one of them is news even when merged, a node made
 // and deleted while merging is not, and base is left as it was.
 func TestQueueFrom(t *testing.T) {
-	chg := func(c ...nodeset.Change) nodeset.Batch {
-		return nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: c}
+	chg := func(c ...flow.Change) flow.Batch {
+		return flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: c}
 	}
 	base := []string{"a", "b"}
 	q := NewFrom(2, base)
-	q.Put(chg(nodeset.Change{ID: "c", Object: 1}))
-	q.Put(chg(nodeset.Change{ID: "c", Deleted: true}, nodeset.Change{ID: "a", Deleted: true}))
-	q.Put(chg(nodeset.Change{ID: "b", Object: 2})) // merges the three
-	want := []nodeset.Batch{chg(nodeset.Change{ID: "a", Deleted: true}, nodeset.Change{ID: "b", Object: 2})}
+	q.Put(chg(flow.Change{ID: "c", Object: 1}))
+	q.Put(chg(flow.Change{ID: "c", Deleted: true}, flow.Change{ID: "a", Deleted: true}))
+	q.Put(chg(flow.Change{ID: "b", Object: 2})) // merges the three
+	want := []flow.Batch{chg(flow.Change{ID: "a", Deleted: true}, flow.Change{ID: "b", Object: 2})}
 	if diff := cmp.Diff(want, drain(t, q)); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
 	// The reader has b now, not a: a deletion of b is news, of a not.
-	q.Put(chg(nodeset.Change{ID: "d", Object: 3}))
-	q.Put(chg(nodeset.Change{ID: "a", Deleted: true}))
-	q.Put(chg(nodeset.Change{ID: "b", Deleted: true}))
-	want = []nodeset.Batch{chg(nodeset.Change{ID: "b", Deleted: true}, nodeset.Change{ID: "d", Object: 3})}
+	q.Put(chg(flow.Change{ID: "d", Object: 3}))
+	q.Put(chg(flow.Change{ID: "a", Deleted: true}))
+	q.Put(chg(flow.Change{ID: "b", Deleted: true}))
+	want = []flow.Batch{chg(flow.Change{ID: "b", Deleted: true}, flow.Change{ID: "d", Object: 3})}
 	if diff := cmp.Diff(want, drain(t, q)); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
@@ -320,7 +320,7 @@ func TestDistinct(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			universe = n // ids drawn from as many as the batch holds: mostly given twice
 		}
-		cs := make([]nodeset.Change, n)
+		cs := make([]flow.Change, n)
 		want := true
 		seen := map[string]bool{}
 		for i := range cs {

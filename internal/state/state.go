@@ -31,8 +31,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // format is the version of the file's layout.
@@ -299,14 +299,14 @@ func (s *Store) Path() string { return s.path }
 
 // View reads the recorded view, in id order, as the changes that build
 // it. A value that is not JSON makes it an ErrBad error.
-func (s *Store) View() ([]nodeset.Change, error) {
-	var view []nodeset.Change
+func (s *Store) View() ([]flow.Change, error) {
+	var view []flow.Change
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(viewBucket).ForEach(func(k, v []byte) error {
 			if !json.Valid(v) {
 				return s.bad("the object of %q is not JSON", k)
 			}
-			view = append(view, nodeset.Change{ID: string(k), Object: jsondoc.New(bytes.Clone(v)), Rev: s.rev})
+			view = append(view, flow.Change{ID: string(k), Object: jsondoc.New(bytes.Clone(v)), Rev: s.rev})
 			return nil
 		})
 	})
@@ -316,19 +316,19 @@ func (s *Store) View() ([]nodeset.Change, error) {
 // Record records that batch (numbered batch, bringing the view to rev)
 // was delivered: its events' objects are written, its deletions removed,
 // in one transaction. Objects must be *jsondoc.Doc.
-func (s *Store) Record(batch int, rev int64, events []nodeset.Event) error {
+func (s *Store) Record(batch int, rev int64, events []flow.Event) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		v := tx.Bucket(viewBucket)
 		for _, ev := range events {
 			var err error
 			switch ev.Type {
-			case nodeset.New, nodeset.Updated:
+			case flow.New, flow.Updated:
 				doc, ok := ev.Object.(*jsondoc.Doc)
 				if !ok {
 					return fmt.Errorf("%q: object of type %T", ev.ID, ev.Object)
 				}
 				err = v.Put([]byte(ev.ID), doc.JSON())
-			case nodeset.Deleted:
+			case flow.Deleted:
 				err = v.Delete([]byte(ev.ID))
 			}
 			if err != nil {

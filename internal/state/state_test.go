@@ -24,8 +24,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
@@ -47,16 +47,16 @@ func open(t testing.TB, path string) *Store {
 type model map[string]string
 
 // apply records events into s and m alike.
-func (m model) apply(t *testing.T, s *Store, batch int, rev int64, events []nodeset.Event) {
+func (m model) apply(t *testing.T, s *Store, batch int, rev int64, events []flow.Event) {
 	t.Helper()
 	if err := s.Record(batch, rev, events); err != nil {
 		t.Fatalf("Record(%d): %v", batch, err)
 	}
 	for _, ev := range events {
 		switch ev.Type {
-		case nodeset.New, nodeset.Updated:
+		case flow.New, flow.Updated:
 			m[ev.ID] = string(ev.Object.(*jsondoc.Doc).JSON())
-		case nodeset.Deleted:
+		case flow.Deleted:
 			delete(m, ev.ID)
 		}
 	}
@@ -101,26 +101,26 @@ func TestRoundTrip(t *testing.T) {
 	}
 	m := model{}
 	checkView(t, s, m, 0)
-	m.apply(t, s, 1, 10, []nodeset.Event{
-		{Type: nodeset.New, ID: "/nodes/b", Object: doc(`{"id":"b","state":"UP"}`)},
-		{Type: nodeset.New, ID: "/nodes/a", Object: doc(`{"id":"a","n":1}`)},
-		{Type: nodeset.New, ID: "/nodes/c", Object: doc(`[1,2,{"x":null}]`)},
-		{Type: nodeset.New, ID: "/nodes/é", Object: doc(`"unicode ✓"`)},
+	m.apply(t, s, 1, 10, []flow.Event{
+		{Type: flow.New, ID: "/nodes/b", Object: doc(`{"id":"b","state":"UP"}`)},
+		{Type: flow.New, ID: "/nodes/a", Object: doc(`{"id":"a","n":1}`)},
+		{Type: flow.New, ID: "/nodes/c", Object: doc(`[1,2,{"x":null}]`)},
+		{Type: flow.New, ID: "/nodes/é", Object: doc(`"unicode ✓"`)},
 	})
-	m.apply(t, s, 2, 12, []nodeset.Event{
-		{Type: nodeset.Updated, ID: "/nodes/b", Object: doc(`{"id":"b","state":"DOWN"}`), Prev: doc(`{"id":"b","state":"UP"}`)},
-		{Type: nodeset.Deleted, ID: "/nodes/a", Prev: doc(`{"id":"a","n":1}`)},
-		{Type: nodeset.New, ID: "/nodes/d", Object: doc(`{}`)},
+	m.apply(t, s, 2, 12, []flow.Event{
+		{Type: flow.Updated, ID: "/nodes/b", Object: doc(`{"id":"b","state":"DOWN"}`), Prev: doc(`{"id":"b","state":"UP"}`)},
+		{Type: flow.Deleted, ID: "/nodes/a", Prev: doc(`{"id":"a","n":1}`)},
+		{Type: flow.New, ID: "/nodes/d", Object: doc(`{}`)},
 	})
 	// A batch that deletes an id the view does not hold, updates one and
 	// brings one back that was deleted, one whose events are not all
 	// object events (BatchDone, Heartbeat are ignored).
-	m.apply(t, s, 3, 15, []nodeset.Event{
-		{Type: nodeset.Deleted, ID: "/nodes/zz"},
-		{Type: nodeset.Updated, ID: "/nodes/c", Object: doc(`[1,2,3]`)},
-		{Type: nodeset.New, ID: "/nodes/a", Object: doc(`{"id":"a","n":2}`)},
-		{Type: nodeset.Heartbeat},
-		{Type: nodeset.BatchDone, Batch: 3, Rev: 15},
+	m.apply(t, s, 3, 15, []flow.Event{
+		{Type: flow.Deleted, ID: "/nodes/zz"},
+		{Type: flow.Updated, ID: "/nodes/c", Object: doc(`[1,2,3]`)},
+		{Type: flow.New, ID: "/nodes/a", Object: doc(`{"id":"a","n":2}`)},
+		{Type: flow.Heartbeat},
+		{Type: flow.BatchDone, Batch: 3, Rev: 15},
 	})
 	// An empty batch (a resync that changed nothing) still moves the batch
 	// number and the revision on.
@@ -132,10 +132,10 @@ func TestRoundTrip(t *testing.T) {
 
 	// A batch with an object that is not a Doc is refused as a whole: the
 	// view, batch and rev stay as they were.
-	err := s.Record(5, 20, []nodeset.Event{
-		{Type: nodeset.New, ID: "/nodes/x", Object: doc(`{"x":1}`)},
-		{Type: nodeset.Deleted, ID: "/nodes/b"},
-		{Type: nodeset.Updated, ID: "/nodes/c", Object: map[string]any{"x": 1}},
+	err := s.Record(5, 20, []flow.Event{
+		{Type: flow.New, ID: "/nodes/x", Object: doc(`{"x":1}`)},
+		{Type: flow.Deleted, ID: "/nodes/b"},
+		{Type: flow.Updated, ID: "/nodes/c", Object: map[string]any{"x": 1}},
 	})
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "batch 5") {
 		t.Errorf("Record of a map object: err %v, want an error naming %s and batch 5", err, path)
@@ -159,7 +159,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	checkView(t, s, m, 17)
 	// The reopened file goes on from there.
-	m.apply(t, s, 5, 1<<40, []nodeset.Event{{Type: nodeset.Deleted, ID: "/nodes/b"}})
+	m.apply(t, s, 5, 1<<40, []flow.Event{{Type: flow.Deleted, ID: "/nodes/b"}})
 	s.Close()
 	s = open(t, path)
 	defer s.Close()
@@ -248,9 +248,9 @@ func fill(t testing.TB, s *Store, n int) {
 // fillWith records n objects object into s, 10,000 a batch.
 func fillWith(t testing.TB, s *Store, n int, object string) {
 	t.Helper()
-	var events []nodeset.Event
+	var events []flow.Event
 	for i := range n {
-		events = append(events, nodeset.Event{Type: nodeset.New, ID: id(i), Object: doc(object)})
+		events = append(events, flow.Event{Type: flow.New, ID: id(i), Object: doc(object)})
 		if len(events) == 10_000 || i == n-1 {
 			if err := s.Record(s.Batch()+1, int64(i+1), events); err != nil {
 				t.Fatal(err)
@@ -337,7 +337,7 @@ func TestHeld(t *testing.T) {
 	if _, err := Open(path, follows); !errors.Is(err, ErrHeld) {
 		t.Errorf("a third Open: %v, want ErrHeld", err)
 	}
-	if err := s.Record(2, 3, []nodeset.Event{{Type: nodeset.Deleted, ID: id(0)}}); err != nil {
+	if err := s.Record(2, 3, []flow.Event{{Type: flow.Deleted, ID: id(0)}}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -757,8 +757,8 @@ func TestRecordWritesTheBatch(t *testing.T) {
 		}
 		const batches = 20
 		for i := range batches {
-			ev := nodeset.Event{Type: nodeset.Updated, ID: id(i * 37 % n), Object: doc(`{"state":"NODE_STATE_` + strconv.Itoa(i) + `"}`)}
-			if err := s.Record(s.Batch()+1, int64(n+i), []nodeset.Event{ev}); err != nil {
+			ev := flow.Event{Type: flow.Updated, ID: id(i * 37 % n), Object: doc(`{"state":"NODE_STATE_` + strconv.Itoa(i) + `"}`)}
+			if err := s.Record(s.Batch()+1, int64(n+i), []flow.Event{ev}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -814,11 +814,11 @@ func benchRecord(b *testing.B, n int, noSync bool) {
 		doc(strings.Replace(testkit.NodeJSON, "NODE_STATE_UP", "NODE_STATE_DOWN", 1)),
 		doc(testkit.NodeJSON),
 	}
-	events := make([]nodeset.Event, 1)
+	events := make([]flow.Event, 1)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		events[0] = nodeset.Event{Type: nodeset.Updated, ID: id(i * 7919 % n), Object: docs[i%2]}
+		events[0] = flow.Event{Type: flow.Updated, ID: id(i * 7919 % n), Object: docs[i%2]}
 		if err := s.Record(s.Batch()+1, int64(n+i), events); err != nil {
 			b.Fatal(err)
 		}

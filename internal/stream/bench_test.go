@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
@@ -30,7 +30,7 @@ func benchmarkEncodeUpdated(b *testing.B, obj any) {
 	if _, isDoc := obj.(*jsondoc.Doc); !isDoc {
 		prev, _ = jsondoc.Decode([]byte(prevText))
 	}
-	ev := nodeset.Event{Type: nodeset.Updated, ID: "metropolis-208b1dedfbcc7806c84d62cd892a1740", Object: obj, Prev: prev}
+	ev := flow.Event{Type: flow.Updated, ID: "metropolis-208b1dedfbcc7806c84d62cd892a1740", Object: obj, Prev: prev}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if err := e.Encode(ev); err != nil {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // Text change lines: how far they are indented (under the event type),
@@ -28,7 +28,7 @@ const (
 // one line per path, values shortened to fit the width:
 //
 //	.status.external_address: "10.0.0.1" → "10.0.0.2"
-func (e *Encoder) textChanges(b *bytes.Buffer, ev nodeset.Event) {
+func (e *Encoder) textChanges(b *bytes.Buffer, ev flow.Event) {
 	root := e.opts.ChangeRoot
 	var paths []jsondoc.Path
 	for _, p := range e.changed(ev) {

@@ -15,8 +15,8 @@ import (
 	"github.com/itchyny/gojq"
 
 	"github.com/nodewatch/nodewatch/internal/enum"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // Format is an output format (-o).
@@ -108,7 +108,7 @@ func NewEncoder(w io.Writer, opts Options) *Encoder {
 
 // Encode writes ev as one line. A BatchDone event also flushes, unless
 // HoldBatches.
-func (e *Encoder) Encode(ev nodeset.Event) error {
+func (e *Encoder) Encode(ev flow.Event) error {
 	if e.err != nil {
 		return e.err
 	}
@@ -117,13 +117,13 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	if e.opts.Format == Text {
 		now := e.opts.Now()
 		switch {
-		case ev.Type == nodeset.BatchDone:
+		case ev.Type == flow.BatchDone:
 			gap := e.gap
 			e.inBatch, e.gap = false, false
 			if !telling(ev) && !gap {
 				return e.ended() // the batch's one line said it all
 			}
-		case ev.Type == nodeset.Heartbeat:
+		case ev.Type == flow.Heartbeat:
 		case !e.inBatch:
 			e.inBatch = true
 			e.gap = !e.lastText.IsZero() && now.Sub(e.lastText) >= TextGap
@@ -136,11 +136,11 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	b.WriteString(ev.Type.String())
 	b.WriteByte('"')
 	switch ev.Type {
-	case nodeset.Heartbeat:
+	case flow.Heartbeat:
 		b.WriteString(`,"confirmed":"`)
 		b.WriteString(ev.Confirmed)
 		b.WriteByte('"')
-	case nodeset.BatchDone:
+	case flow.BatchDone:
 		b.WriteString(`,"batch":`)
 		writeInt(b, int64(ev.Batch))
 		b.WriteString(`,"synced":`)
@@ -157,15 +157,15 @@ func (e *Encoder) Encode(ev nodeset.Event) error {
 	default:
 		b.WriteString(`,"id":`)
 		writeID(b, ev.ID)
-		if ev.Type == nodeset.Updated {
+		if ev.Type == flow.Updated {
 			b.WriteString(`,"changed":`)
 			writePaths(b, e.changed(ev))
 		}
-		if ev.Type != nodeset.Deleted {
+		if ev.Type != flow.Deleted {
 			b.WriteString(`,"object":`)
 			writeValue(b, ev.Object)
 		}
-		if ev.Type != nodeset.New {
+		if ev.Type != flow.New {
 			b.WriteString(`,"prev":`)
 			writeValue(b, ev.Prev)
 		}
@@ -196,12 +196,12 @@ func writeInt(b *bytes.Buffer, v int64) {
 
 // write ends the line ev's at the end of buf, and writes out what buf
 // holds when the batch ends or buf is full.
-func (e *Encoder) write(ev nodeset.Event) error {
+func (e *Encoder) write(ev flow.Event) error {
 	e.buf.WriteByte('\n')
 	switch {
-	case ev.Type == nodeset.BatchDone:
+	case ev.Type == flow.BatchDone:
 		return e.ended()
-	case ev.Type == nodeset.Heartbeat || e.opts.FlushEachLine || e.buf.Len() >= bufSize:
+	case ev.Type == flow.Heartbeat || e.opts.FlushEachLine || e.buf.Len() >= bufSize:
 		return e.Flush()
 	}
 	return nil
@@ -248,10 +248,10 @@ const (
 //
 //	14:03:07 new      /nodes/a  {"state":"UP"}
 //	14:03:07 batch 2 (change): 1 new, 0 updated, 0 deleted; synced, rev 8
-func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
+func (e *Encoder) text(b *bytes.Buffer, ev flow.Event, now time.Time) {
 	b.WriteString(now.Format("15:04:05"))
 	b.WriteByte(' ')
-	if ev.Type == nodeset.Heartbeat {
+	if ev.Type == flow.Heartbeat {
 		e.color(b, ansiDim)
 		if ev.Rev != 0 {
 			fmt.Fprintf(b, "heartbeat: %s confirmed current at rev %d", ev.Confirmed, ev.Rev)
@@ -261,7 +261,7 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 		e.color(b, ansiReset)
 		return
 	}
-	if ev.Type == nodeset.BatchDone {
+	if ev.Type == flow.BatchDone {
 		e.color(b, ansiDim)
 		fmt.Fprintf(b, "batch %d (%s): %d new, %d updated, %d deleted", ev.Batch, ev.Cause, ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted)
 		if ev.Synced {
@@ -273,7 +273,7 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 		e.color(b, ansiReset)
 		return
 	}
-	c := map[nodeset.EventType]string{nodeset.New: ansiGreen, nodeset.Updated: ansiYellow, nodeset.Deleted: ansiRed}[ev.Type]
+	c := map[flow.EventType]string{flow.New: ansiGreen, flow.Updated: ansiYellow, flow.Deleted: ansiRed}[ev.Type]
 	e.color(b, c)
 	fmt.Fprintf(b, "%-8s", ev.Type)
 	e.color(b, ansiReset)
@@ -283,7 +283,7 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 	} else {
 		writeValue(b, ID(ev.ID))
 	}
-	if ev.Type == nodeset.Deleted {
+	if ev.Type == flow.Deleted {
 		return
 	}
 	b.WriteString("  ")
@@ -305,7 +305,7 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 	if e.opts.Width > 0 {
 		cutLine(b, start, e.opts.Width)
 	}
-	if ev.Type == nodeset.Updated {
+	if ev.Type == flow.Updated {
 		e.textChanges(b, ev)
 	}
 }
@@ -315,8 +315,8 @@ func (e *Encoder) text(b *bytes.Buffer, ev nodeset.Event, now time.Time) {
 // more; the initial state, a resync, several events at once, or a batch
 // that printed none (an --until or --heartbeat that needed it) do. (So
 // does one after a quiet TextGap: see Encode.)
-func telling(ev nodeset.Event) bool {
-	return ev.Cause != nodeset.CauseChange || ev.Counts.New+ev.Counts.Updated+ev.Counts.Deleted != 1
+func telling(ev flow.Event) bool {
+	return ev.Cause != flow.CauseChange || ev.Counts.New+ev.Counts.Updated+ev.Counts.Deleted != 1
 }
 
 func (e *Encoder) color(b *bytes.Buffer, code string) {
@@ -327,7 +327,7 @@ func (e *Encoder) color(b *bytes.Buffer, code string) {
 
 // changed returns the paths at which an update's object differs from
 // its prev (valid until the next call).
-func (e *Encoder) changed(ev nodeset.Event) []jsondoc.Path {
+func (e *Encoder) changed(ev flow.Event) []jsondoc.Path {
 	return e.diff.Diff(asDoc(ev.Prev), asDoc(ev.Object))
 }
 

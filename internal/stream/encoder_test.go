@@ -11,47 +11,47 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 func TestEncoderLines(t *testing.T) {
 	obj := map[string]any{"z": 1, "a": json.Number("12345678901234567890"), "s": "<&>"}
 	tests := []struct {
 		name string
-		ev   nodeset.Event
+		ev   flow.Event
 		opts Options
 		want string
 	}{{
 		name: "new, keys sorted, numbers exact, no HTML escaping",
-		ev:   nodeset.Event{Type: nodeset.New, ID: "n1", Object: obj, Rev: 7},
+		ev:   flow.Event{Type: flow.New, ID: "n1", Object: obj, Rev: 7},
 		want: `{"type":"new","id":"n1","object":{"a":12345678901234567890,"s":"<&>","z":1},"rev":7}` + "\n",
 	}, {
 		name: "updated without rev (Curator)",
-		ev:   nodeset.Event{Type: nodeset.Updated, ID: "n1", Object: 2, Prev: 1},
+		ev:   flow.Event{Type: flow.Updated, ID: "n1", Object: 2, Prev: 1},
 		want: `{"type":"updated","id":"n1","changed":[[]],"object":2,"prev":1}` + "\n",
 	}, {
 		name: "updated: changed paths in jq's order, keys escaped",
-		ev: nodeset.Event{Type: nodeset.Updated, ID: "n1",
+		ev: flow.Event{Type: flow.Updated, ID: "n1",
 			Prev:   jsondoc.New([]byte(`{"s":{"b":1,"a\"":[1,2]},"gone":true}`)),
 			Object: jsondoc.New([]byte(`{"s":{"a\"":[1,3],"b":1},"new":null}`))},
 		want: `{"type":"updated","id":"n1","changed":[["gone"],["new"],["s","a\"",1]],"object":{"s":{"a\"":[1,3],"b":1},"new":null},"prev":{"s":{"b":1,"a\"":[1,2]},"gone":true}}` + "\n",
 	}, {
 		name: "deleted with binary id",
-		ev:   nodeset.Event{Type: nodeset.Deleted, ID: "\xff", Prev: nil, Rev: 3},
+		ev:   flow.Event{Type: flow.Deleted, ID: "\xff", Prev: nil, Rev: 3},
 		want: `{"type":"deleted","id":{"base64":"/w=="},"prev":null,"rev":3}` + "\n",
 	}, {
 		name: "batch_done",
-		ev:   nodeset.Event{Type: nodeset.BatchDone, Batch: 2, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{New: 1, Deleted: 2}, Rev: 9},
+		ev:   flow.Event{Type: flow.BatchDone, Batch: 2, Synced: true, Cause: flow.CauseResync, Counts: flow.Counts{New: 1, Deleted: 2}, Rev: 9},
 		want: `{"type":"batch_done","batch":2,"synced":true,"cause":"resync","counts":{"new":1,"updated":0,"deleted":2},"rev":9}` + "\n",
 	}, {
 		name: "timestamps",
-		ev:   nodeset.Event{Type: nodeset.New, ID: "a", Object: true},
+		ev:   flow.Event{Type: flow.New, ID: "a", Object: true},
 		opts: Options{Timestamps: true, Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("X", 3600)) }},
 		want: `{"type":"new","id":"a","object":true,"ts":"2026-01-02T02:04:05Z"}` + "\n",
 	}, {
 		name: "pretty",
-		ev:   nodeset.Event{Type: nodeset.New, ID: "a", Object: map[string]any{"k": 1}},
+		ev:   flow.Event{Type: flow.New, ID: "a", Object: map[string]any{"k": 1}},
 		opts: Options{Format: Pretty},
 		want: "{\n  \"type\": \"new\",\n  \"id\": \"a\",\n  \"object\": {\n    \"k\": 1\n  }\n}\n",
 	}}
@@ -77,11 +77,11 @@ func TestEncoderLines(t *testing.T) {
 func TestEncoderFlushesPerBatch(t *testing.T) {
 	var buf bytes.Buffer
 	e := NewEncoder(&buf, Options{})
-	e.Encode(nodeset.Event{Type: nodeset.New, ID: "a", Object: 1})
+	e.Encode(flow.Event{Type: flow.New, ID: "a", Object: 1})
 	if buf.Len() != 0 {
 		t.Fatalf("written before batch_done: %q", buf.String())
 	}
-	e.Encode(nodeset.Event{Type: nodeset.BatchDone, Batch: 1})
+	e.Encode(flow.Event{Type: flow.BatchDone, Batch: 1})
 	if n := bytes.Count(buf.Bytes(), []byte("\n")); n != 2 {
 		t.Fatalf("after batch_done: %d lines written, want 2", n)
 	}
@@ -94,8 +94,8 @@ func TestEncoderHoldBatches(t *testing.T) {
 		var buf bytes.Buffer
 		e := NewEncoder(&buf, Options{Format: format, HoldBatches: true})
 		for batch := 1; batch <= 2; batch++ {
-			e.Encode(nodeset.Event{Type: nodeset.New, ID: "a", Object: batch})
-			e.Encode(nodeset.Event{Type: nodeset.BatchDone, Batch: batch, Counts: nodeset.Counts{New: 1}})
+			e.Encode(flow.Event{Type: flow.New, ID: "a", Object: batch})
+			e.Encode(flow.Event{Type: flow.BatchDone, Batch: batch, Counts: flow.Counts{New: 1}})
 		}
 		if buf.Len() != 0 || e.Buffered() == 0 {
 			t.Fatalf("%v: %d bytes written and %d held after two batches, want none written", format, buf.Len(), e.Buffered())
@@ -108,8 +108,8 @@ func TestEncoderHoldBatches(t *testing.T) {
 		buf.Reset()
 		large := strings.Repeat("x", 1<<10)
 		for batch := 3; buf.Len() == 0; batch++ {
-			e.Encode(nodeset.Event{Type: nodeset.New, ID: "a", Object: large})
-			e.Encode(nodeset.Event{Type: nodeset.BatchDone, Batch: batch, Counts: nodeset.Counts{New: 1}})
+			e.Encode(flow.Event{Type: flow.New, ID: "a", Object: large})
+			e.Encode(flow.Event{Type: flow.BatchDone, Batch: batch, Counts: flow.Counts{New: 1}})
 		}
 		if buf.Len() < bufSize || buf.Len() > bufSize+4<<10 {
 			t.Fatalf("%v: %d bytes written at once, want about %d", format, buf.Len(), bufSize)
@@ -129,7 +129,7 @@ func (w *failWriter) Write([]byte) (int, error) {
 func TestEncoderStickyError(t *testing.T) {
 	w := &failWriter{}
 	e := NewEncoder(w, Options{FlushEachLine: true})
-	ev := nodeset.Event{Type: nodeset.New, ID: "a", Object: 1}
+	ev := flow.Event{Type: flow.New, ID: "a", Object: 1}
 	if err := e.Encode(ev); err == nil {
 		t.Fatal("first Encode: no error")
 	}
@@ -143,11 +143,11 @@ func TestEncoderStickyError(t *testing.T) {
 
 func TestEncoderText(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
-	events := []nodeset.Event{
-		{Type: nodeset.New, ID: "/a", Object: map[string]any{"v": 1}},
-		{Type: nodeset.Updated, ID: "/a", Object: map[string]any{"v": 2}, Prev: map[string]any{"v": 1}},
-		{Type: nodeset.Deleted, ID: "/a", Prev: map[string]any{"v": 2}},
-		{Type: nodeset.BatchDone, Batch: 3, Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1, Updated: 1, Deleted: 1}, Rev: 8},
+	events := []flow.Event{
+		{Type: flow.New, ID: "/a", Object: map[string]any{"v": 1}},
+		{Type: flow.Updated, ID: "/a", Object: map[string]any{"v": 2}, Prev: map[string]any{"v": 1}},
+		{Type: flow.Deleted, ID: "/a", Prev: map[string]any{"v": 2}},
+		{Type: flow.BatchDone, Batch: 3, Cause: flow.CauseChange, Synced: true, Counts: flow.Counts{New: 1, Updated: 1, Deleted: 1}, Rev: 8},
 	}
 	tests := []struct {
 		name string
@@ -190,21 +190,21 @@ func TestEncoderText(t *testing.T) {
 // says more than the batch's event lines: not after a single change.
 func TestEncoderTextBatchLines(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
-	one := nodeset.Counts{Updated: 1}
+	one := flow.Counts{Updated: 1}
 	for _, c := range []struct {
 		name  string
-		batch nodeset.Event
+		batch flow.Event
 		shown bool
 	}{
-		{"one change", nodeset.Event{Cause: nodeset.CauseChange, Synced: true, Counts: one}, false},
-		{"two changes", nodeset.Event{Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1, Deleted: 1}}, true},
-		{"no change printed", nodeset.Event{Cause: nodeset.CauseChange, Synced: true}, true},
-		{"the initial state, one object", nodeset.Event{Cause: nodeset.CauseInitial, Synced: true, Counts: nodeset.Counts{New: 1}}, true},
-		{"a resync of one change", nodeset.Event{Cause: nodeset.CauseResync, Synced: true, Counts: one}, true},
+		{"one change", flow.Event{Cause: flow.CauseChange, Synced: true, Counts: one}, false},
+		{"two changes", flow.Event{Cause: flow.CauseChange, Synced: true, Counts: flow.Counts{New: 1, Deleted: 1}}, true},
+		{"no change printed", flow.Event{Cause: flow.CauseChange, Synced: true}, true},
+		{"the initial state, one object", flow.Event{Cause: flow.CauseInitial, Synced: true, Counts: flow.Counts{New: 1}}, true},
+		{"a resync of one change", flow.Event{Cause: flow.CauseResync, Synced: true, Counts: one}, true},
 	} {
 		var buf bytes.Buffer
 		e := NewEncoder(&buf, Options{Format: Text, Now: at})
-		c.batch.Type, c.batch.Batch = nodeset.BatchDone, 2
+		c.batch.Type, c.batch.Batch = flow.BatchDone, 2
 		if err := e.Encode(c.batch); err != nil {
 			t.Fatal(err)
 		}
@@ -225,9 +225,9 @@ func TestEncoderTextBatchGap(t *testing.T) {
 		now = now.Add(after)
 		buf.Reset()
 		obj := map[string]any{"v": batch}
-		for _, ev := range []nodeset.Event{
-			{Type: nodeset.New, ID: "/a", Object: obj},
-			{Type: nodeset.BatchDone, Batch: batch, Cause: nodeset.CauseChange, Synced: true, Counts: nodeset.Counts{New: 1}},
+		for _, ev := range []flow.Event{
+			{Type: flow.New, ID: "/a", Object: obj},
+			{Type: flow.BatchDone, Batch: batch, Cause: flow.CauseChange, Synced: true, Counts: flow.Counts{New: 1}},
 		} {
 			if err := e.Encode(ev); err != nil {
 				t.Fatal(err)
@@ -244,7 +244,7 @@ func TestEncoderTextBatchGap(t *testing.T) {
 		}
 	}
 	now = now.Add(2 * TextGap)
-	e.Encode(nodeset.Event{Type: nodeset.Heartbeat, Confirmed: "connection"})
+	e.Encode(flow.Event{Type: flow.Heartbeat, Confirmed: "connection"})
 	if change(7, time.Second) {
 		t.Errorf("a change a second after a heartbeat line: batch line shown")
 	}
@@ -325,7 +325,7 @@ func TestEncoderTextChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			e := NewEncoder(&buf, Options{Format: Text, Now: at, ChangeRoot: tt.root, Width: 100, Summary: func(any) string { return "S" }})
-			ev := nodeset.Event{Type: nodeset.Updated, ID: "/x\x1b[2J", Prev: jsondoc.New([]byte(tt.prev)), Object: jsondoc.New([]byte(tt.obj))}
+			ev := flow.Event{Type: flow.Updated, ID: "/x\x1b[2J", Prev: jsondoc.New([]byte(tt.prev)), Object: jsondoc.New([]byte(tt.obj))}
 			if err := e.Encode(ev); err != nil {
 				t.Fatal(err)
 			}
@@ -360,7 +360,7 @@ func TestFormatPath(t *testing.T) {
 // width, colour codes taking no room; without a width it stays whole.
 func TestEncoderTextCutsSummary(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
-	ev := nodeset.Event{Type: nodeset.New, ID: "/k", Object: jsondoc.New([]byte(`{"v":"` + strings.Repeat("é", 50) + `"}`))}
+	ev := flow.Event{Type: flow.New, ID: "/k", Object: jsondoc.New([]byte(`{"v":"` + strings.Repeat("é", 50) + `"}`))}
 	for _, c := range []struct {
 		opts Options
 		want string
@@ -387,10 +387,10 @@ func TestEncoderTextControls(t *testing.T) {
 	at := func() time.Time { return time.Date(2026, 1, 2, 14, 3, 7, 0, time.UTC) }
 	var buf bytes.Buffer
 	e := NewEncoder(&buf, Options{Format: Text, Now: at})
-	for _, ev := range []nodeset.Event{
-		{Type: nodeset.New, ID: "/a", Object: "é\t"},
-		{Type: nodeset.New, ID: "/b", Object: "x\u009b2Jy\x7fé"},
-		{Type: nodeset.BatchDone, Batch: 1, Cause: nodeset.CauseChange, Counts: nodeset.Counts{New: 2}},
+	for _, ev := range []flow.Event{
+		{Type: flow.New, ID: "/a", Object: "é\t"},
+		{Type: flow.New, ID: "/b", Object: "x\u009b2Jy\x7fé"},
+		{Type: flow.BatchDone, Batch: 1, Cause: flow.CauseChange, Counts: flow.Counts{New: 2}},
 	} {
 		if err := e.Encode(ev); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/stream"
 )
 
@@ -38,11 +38,11 @@ func FuzzEncodeKey(f *testing.F) {
 			prev = obj
 		}
 		id := string(key)
-		events := []nodeset.Event{
-			{Type: nodeset.New, ID: id, Object: obj, Rev: 3},
-			{Type: nodeset.Updated, ID: id, Object: obj, Prev: prev, Rev: 3},
-			{Type: nodeset.Deleted, ID: id, Prev: obj, Rev: 4},
-			{Type: nodeset.BatchDone, Batch: 1, Synced: true, Rev: 4},
+		events := []flow.Event{
+			{Type: flow.New, ID: id, Object: obj, Rev: 3},
+			{Type: flow.Updated, ID: id, Object: obj, Prev: prev, Rev: 3},
+			{Type: flow.Deleted, ID: id, Prev: obj, Rev: 4},
+			{Type: flow.BatchDone, Batch: 1, Synced: true, Rev: 4},
 		}
 
 		var out bytes.Buffer

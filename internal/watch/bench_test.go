@@ -14,9 +14,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // The per-change benchmarks run the whole pipeline of `key --prefix
@@ -108,21 +108,21 @@ func benchmarkChanges(b *testing.B, perBatch int, filter, equals string) {
 		}
 	}
 	batches = append(batches, restore)
-	batch := func(kvs []*mvccpb.KeyValue, cause nodeset.Cause) nodeset.Batch {
-		b := nodeset.Batch{Cause: cause, Synced: true}
+	batch := func(kvs []*mvccpb.KeyValue, cause flow.Cause) flow.Batch {
+		b := flow.Batch{Cause: cause, Synced: true}
 		for _, kv := range kvs {
 			obj, err := decode(kv)
 			if err != nil {
 				panic(err)
 			}
 			obj.(*jsondoc.Doc).Give() // as the watcher gives them
-			b.Changes = append(b.Changes, nodeset.Change{ID: string(kv.Key), Object: obj, Rev: kv.ModRevision})
+			b.Changes = append(b.Changes, flow.Change{ID: string(kv.Key), Object: obj, Rev: kv.ModRevision})
 		}
 		return b
 	}
 	out := &batchCounter{done: make(chan struct{}, 1)}
-	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
-		sink.Put(batch(first, nodeset.CauseInitial))
+	src := sourceFunc(func(ctx context.Context, sink flow.Sink) error {
+		sink.Put(batch(first, flow.CauseInitial))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		b.ResetTimer()
@@ -130,7 +130,7 @@ func benchmarkChanges(b *testing.B, perBatch int, filter, equals string) {
 		n := 0
 		for i := 0; n < b.N; i++ {
 			kvs := batches[i%len(batches)]
-			sink.Put(batch(kvs, nodeset.CauseChange))
+			sink.Put(batch(kvs, flow.CauseChange))
 			n += len(kvs)
 			select {
 			case <-out.done:
@@ -155,9 +155,9 @@ func benchmarkChanges(b *testing.B, perBatch int, filter, equals string) {
 
 var errBenchDone = fmt.Errorf("benchmark done")
 
-type sourceFunc func(ctx context.Context, out nodeset.Sink) error
+type sourceFunc func(ctx context.Context, out flow.Sink) error
 
-func (f sourceFunc) Run(ctx context.Context, out nodeset.Sink) error { return f(ctx, out) }
+func (f sourceFunc) Run(ctx context.Context, out flow.Sink) error { return f(ctx, out) }
 
 // batchCounter is the output of a benchmark: it signals each write that
 // ends a batch.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/stream"
 )
 
@@ -33,7 +33,7 @@ type undelivered struct {
 	// before holds, for each id changed since the last delivery, its
 	// state as delivered then.
 	before map[string]delivered
-	cause  nodeset.Cause // of the batches merged: see merge
+	cause  flow.Cause // of the batches merged: see merge
 	synced bool
 	rev    int64
 	input  bytes.Buffer
@@ -110,16 +110,16 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 // collect applies b to the view, and notes for each id it changes the
 // state the handler had. The initial state that --changes-only keeps
 // silent counts as delivered: it is recorded at once.
-func (r *run) collect(b nodeset.Batch) error {
+func (r *run) collect(b flow.Batch) error {
 	r.resumed(&b)
 	u := &r.undelivered
-	silent := r.o.ChangesOnly && b.Cause == nodeset.CauseInitial
-	err := r.fol.Apply(b, func(ev nodeset.Event) error {
+	silent := r.o.ChangesOnly && b.Cause == flow.CauseInitial
+	err := r.fol.Apply(b, func(ev flow.Event) error {
 		if silent && r.o.State != nil {
 			r.keep(ev)
 		}
 		switch {
-		case ev.Type == nodeset.BatchDone:
+		case ev.Type == flow.BatchDone:
 			u.synced, u.rev = ev.Synced, max(u.rev, ev.Rev)
 			return nil
 		case silent:
@@ -127,7 +127,7 @@ func (r *run) collect(b nodeset.Batch) error {
 		}
 		d, ok := u.before[ev.ID]
 		if !ok {
-			d = delivered{obj: ev.Prev, had: ev.Type != nodeset.New}
+			d = delivered{obj: ev.Prev, had: ev.Type != flow.New}
 		}
 		d.rev = ev.Rev
 		u.before[ev.ID] = d
@@ -146,8 +146,8 @@ func (r *run) collect(b nodeset.Batch) error {
 // merge notes the cause of one more batch in what is undelivered: a
 // first state (initial, resume) stays what it is, a resync outweighs
 // changes.
-func (u *undelivered) merge(c nodeset.Cause) {
-	if c != nodeset.CauseChange && (u.cause == nodeset.CauseChange || u.cause == nodeset.CauseResync) {
+func (u *undelivered) merge(c flow.Cause) {
+	if c != flow.CauseChange && (u.cause == flow.CauseChange || u.cause == flow.CauseResync) {
 		u.cause = c
 	}
 }
@@ -199,21 +199,21 @@ func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
 // returns the number of events delivered.
 func (r *run) deliver(attempt int) (int, error) {
 	u := &r.undelivered
-	var events []nodeset.Event
-	var counts nodeset.Counts
+	var events []flow.Event
+	var counts flow.Counts
 	set := r.fol.Set()
 	for _, id := range slices.Sorted(maps.Keys(u.before)) {
 		d := u.before[id]
 		cur, has := set.Get(id)
-		var ev nodeset.Event
+		var ev flow.Event
 		switch {
 		case !d.had && !has:
 			continue
 		case !d.had:
-			ev = nodeset.Event{Type: nodeset.New, ID: id, Object: cur, Rev: d.rev}
+			ev = flow.Event{Type: flow.New, ID: id, Object: cur, Rev: d.rev}
 			counts.New++
 		case !has:
-			ev = nodeset.Event{Type: nodeset.Deleted, ID: id, Prev: d.obj, Rev: d.rev}
+			ev = flow.Event{Type: flow.Deleted, ID: id, Prev: d.obj, Rev: d.rev}
 			counts.Deleted++
 		default:
 			eq, err := r.fol.Equal(id, d.obj, cur)
@@ -223,7 +223,7 @@ func (r *run) deliver(attempt int) (int, error) {
 			if eq {
 				continue
 			}
-			ev = nodeset.Event{Type: nodeset.Updated, ID: id, Object: cur, Prev: d.obj, Rev: d.rev}
+			ev = flow.Event{Type: flow.Updated, ID: id, Object: cur, Prev: d.obj, Rev: d.rev}
 			counts.Updated++
 		}
 		events = append(events, ev)
@@ -232,7 +232,7 @@ func (r *run) deliver(attempt int) (int, error) {
 		u.delivered()
 		return 0, nil
 	}
-	done := nodeset.Event{Type: nodeset.BatchDone, Batch: r.batchBase + r.res.Batches + 1, Synced: u.synced, Cause: u.cause, Counts: counts, Rev: u.rev}
+	done := flow.Event{Type: flow.BatchDone, Batch: r.batchBase + r.res.Batches + 1, Synced: u.synced, Cause: u.cause, Counts: counts, Rev: u.rev}
 	u.input.Reset()
 	for _, ev := range append(events, done) {
 		if err := u.enc.Encode(ev); err != nil {
@@ -261,5 +261,5 @@ func (r *run) deliver(attempt int) (int, error) {
 // delivered forgets what was just delivered.
 func (u *undelivered) delivered() {
 	clear(u.before)
-	u.cause = nodeset.CauseChange
+	u.cause = flow.CauseChange
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit/replay"
 )
 
@@ -26,14 +26,14 @@ type memState struct {
 	batch int
 }
 
-func (m *memState) Record(batch int, rev int64, events []nodeset.Event) error {
+func (m *memState) Record(batch int, rev int64, events []flow.Event) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if batch < m.batch {
 		return fmt.Errorf("batch %d recorded after %d", batch, m.batch)
 	}
 	for _, ev := range events {
-		if ev.Type == nodeset.Deleted {
+		if ev.Type == flow.Deleted {
 			delete(m.view, ev.ID)
 		} else {
 			m.view[ev.ID] = ev.Object.(*jsondoc.Doc).JSON()
@@ -48,7 +48,7 @@ func (m *memState) resume() *Resume {
 	defer m.mu.Unlock()
 	r := &Resume{Batch: m.batch}
 	for id, b := range m.view {
-		r.View = append(r.View, nodeset.Change{ID: id, Object: jsondoc.New(b)})
+		r.View = append(r.View, flow.Change{ID: id, Object: jsondoc.New(b)})
 	}
 	return r
 }
@@ -65,25 +65,25 @@ func execModel(t *testing.T, seed uint64) {
 	ids := []string{"a", "b", "c", "d", "e"}
 	model := map[string]string{}
 	v := 0
-	randomBatch := func(full bool) nodeset.Batch {
+	randomBatch := func(full bool) flow.Batch {
 		if full {
-			b := nodeset.Batch{Cause: nodeset.CauseResync, Synced: true}
+			b := flow.Batch{Cause: flow.CauseResync, Synced: true}
 			clear(model)
 			for _, id := range ids {
 				if rng.IntN(2) == 0 {
 					v++
 					model[id] = fmt.Sprintf(`{"v":%d}`, v)
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(model[id]))})
+					b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(model[id]))})
 				}
 			}
 			return b
 		}
-		b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true}
+		b := flow.Batch{Cause: flow.CauseChange, Synced: true}
 		for range 1 + rng.IntN(3) {
 			id := ids[rng.IntN(len(ids))]
 			if rng.IntN(3) == 0 {
 				delete(model, id)
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Deleted: true})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Deleted: true})
 				continue
 			}
 			if rng.IntN(4) > 0 { // else re-put the same state
@@ -91,7 +91,7 @@ func execModel(t *testing.T, seed uint64) {
 				model[id] = fmt.Sprintf(`{"v":%d}`, v)
 			}
 			if s, ok := model[id]; ok {
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(s))})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(s))})
 			}
 		}
 		return b
@@ -104,7 +104,7 @@ func execModel(t *testing.T, seed uint64) {
 		attempts int
 	)
 	st := &memState{view: map[string][]byte{}}
-	handle := func(ctx context.Context, input []byte, done nodeset.Event, attempt int) error {
+	handle := func(ctx context.Context, input []byte, done flow.Event, attempt int) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts++
@@ -156,9 +156,9 @@ func execModel(t *testing.T, seed uint64) {
 		return w
 	}
 
-	runPart := func(resume *Resume, first nodeset.Batch, n int) {
-		puts := make(chan nodeset.Batch)
-		src := &recorded{batches: []nodeset.Batch{first}, puts: puts}
+	runPart := func(resume *Resume, first flow.Batch, n int) {
+		puts := make(chan flow.Batch)
+		src := &recorded{batches: []flow.Batch{first}, puts: puts}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		ended := make(chan error, 1)
@@ -205,16 +205,16 @@ func execModel(t *testing.T, seed uint64) {
 		}
 	}
 	first := randomBatch(true)
-	first.Cause = nodeset.CauseInitial
+	first.Cause = flow.CauseInitial
 	runPart(nil, first, 50+rng.IntN(100))
 	// Changes while nothing runs, then a run that resumes.
 	for range rng.IntN(5) {
 		randomBatch(false)
 	}
-	listing := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
+	listing := flow.Batch{Cause: flow.CauseInitial, Synced: true}
 	for _, id := range ids {
 		if s, ok := model[id]; ok {
-			listing.Changes = append(listing.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(s))})
+			listing.Changes = append(listing.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(s))})
 		}
 	}
 	runPart(st.resume(), listing, 50+rng.IntN(100))
@@ -242,7 +242,7 @@ func TestExecMergesWhileHandlerRuns(t *testing.T) {
 	release, started := make(chan struct{}), make(chan struct{})
 	var inputs []string
 	var mu sync.Mutex
-	handle := func(ctx context.Context, input []byte, done nodeset.Event, attempt int) error {
+	handle := func(ctx context.Context, input []byte, done flow.Event, attempt int) error {
 		mu.Lock()
 		inputs = append(inputs, strings.TrimSpace(strings.Join(short(string(input)), "; ")))
 		n := len(inputs)
@@ -253,8 +253,8 @@ func TestExecMergesWhileHandlerRuns(t *testing.T) {
 		}
 		return nil
 	}
-	puts := make(chan nodeset.Batch)
-	src := &recorded{batches: []nodeset.Batch{initial(put("a", 1), put("b", 1))}, puts: puts}
+	puts := make(chan flow.Batch)
+	src := &recorded{batches: []flow.Batch{initial(put("a", 1), put("b", 1))}, puts: puts}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ended := make(chan struct{})

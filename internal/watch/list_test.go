@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
@@ -19,7 +19,7 @@ import (
 // (or err). As a Source it would not be used: Run must take List for
 // --once. pages, if set, counts the pages handed over.
 type paged struct {
-	pages [][]nodeset.Change
+	pages [][]flow.Change
 	rev   int64
 	err   error
 	// stop, if set, is called after page n has been handed over.
@@ -27,11 +27,11 @@ type paged struct {
 	count int
 }
 
-func (p *paged) Run(context.Context, nodeset.Sink) error {
+func (p *paged) Run(context.Context, flow.Sink) error {
 	return errors.New("paged: Run called; --once must use List")
 }
 
-func (p *paged) List(ctx context.Context, page func([]nodeset.Change) error) (int64, error) {
+func (p *paged) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
 	for i, pg := range p.pages {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -49,9 +49,9 @@ func (p *paged) List(ctx context.Context, page func([]nodeset.Change) error) (in
 
 // whole is the same listing as one initial batch, through Run's queue and
 // follower.
-type whole struct{ b nodeset.Batch }
+type whole struct{ b flow.Batch }
 
-func (w whole) Run(ctx context.Context, out nodeset.Sink) error {
+func (w whole) Run(ctx context.Context, out flow.Sink) error {
 	out.Put(w.b)
 	<-ctx.Done()
 	return ctx.Err()
@@ -75,7 +75,7 @@ func TestListModel(t *testing.T) {
 		for range n {
 			ids[fmt.Sprintf("k%03d", r.Intn(200))] = true
 		}
-		var all []nodeset.Change
+		var all []flow.Change
 		for _, id := range slices.Sorted(func(yield func(string) bool) {
 			for id := range ids {
 				if !yield(id) {
@@ -86,14 +86,14 @@ func TestListModel(t *testing.T) {
 			v := r.Intn(10)
 			switch r.Intn(5) {
 			case 0:
-				all = append(all, nodeset.Change{ID: id, Undecodable: true})
+				all = append(all, flow.Change{ID: id, Undecodable: true})
 			case 1:
-				all = append(all, nodeset.Change{ID: id, Object: jsondoc.New(fmt.Appendf(nil, `{"v":%d}`, v))})
+				all = append(all, flow.Change{ID: id, Object: jsondoc.New(fmt.Appendf(nil, `{"v":%d}`, v))})
 			default:
 				all = append(all, put(id, v))
 			}
 		}
-		var pages [][]nodeset.Change
+		var pages [][]flow.Change
 		for rest := all; ; {
 			k := r.Intn(len(rest) + 1)
 			pages = append(pages, rest[:k])
@@ -106,7 +106,7 @@ func TestListModel(t *testing.T) {
 		o := opts[seed%int64(len(opts))]
 
 		var want, got bytes.Buffer
-		wres, err := runFor(t, context.Background(), whole{nodeset.Batch{Changes: all, Cause: nodeset.CauseInitial, Synced: true, Rev: rev}}, &want, o)
+		wres, err := runFor(t, context.Background(), whole{flow.Batch{Changes: all, Cause: flow.CauseInitial, Synced: true, Rev: rev}}, &want, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestListModel(t *testing.T) {
 
 func TestListStops(t *testing.T) {
 	t.Run("pages out of order fail the run", func(t *testing.T) {
-		src := &paged{pages: [][]nodeset.Change{{put("b", 1)}, {put("a", 2)}}}
+		src := &paged{pages: [][]flow.Change{{put("b", 1)}, {put("a", 2)}}}
 		var out bytes.Buffer
 		res, err := runFor(t, context.Background(), src, &out, Options{Once: true})
 		if res.Stop != Failed || err == nil || !strings.Contains(err.Error(), "out of order") {
@@ -131,7 +131,7 @@ func TestListStops(t *testing.T) {
 		}
 	})
 	t.Run("the listing fails after a page", func(t *testing.T) {
-		src := &paged{pages: [][]nodeset.Change{{put("a", 1)}}, err: errors.New("boom")}
+		src := &paged{pages: [][]flow.Change{{put("a", 1)}}, err: errors.New("boom")}
 		var out bytes.Buffer
 		res, err := runFor(t, context.Background(), src, &out, Options{Once: true})
 		if res.Stop != Failed || err == nil || !res.Received || strings.Contains(out.String(), "batch_done") {
@@ -139,7 +139,7 @@ func TestListStops(t *testing.T) {
 		}
 	})
 	t.Run("--count met on the first page reads no more", func(t *testing.T) {
-		src := &paged{pages: [][]nodeset.Change{{put("a", 1), put("b", 2)}, {put("c", 3)}}}
+		src := &paged{pages: [][]flow.Change{{put("a", 1), put("b", 2)}, {put("c", 3)}}}
 		var out bytes.Buffer
 		res, err := runFor(t, context.Background(), src, &out, Options{Once: true, Count: 2})
 		if err != nil || res.Stop != GoalMet || res.Events != 2 || src.count != 1 {
@@ -149,7 +149,7 @@ func TestListStops(t *testing.T) {
 	t.Run("a signal between pages", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		src := &paged{pages: [][]nodeset.Change{{put("a", 1)}, {put("b", 2)}}, stop: func(int) { cancel() }}
+		src := &paged{pages: [][]flow.Change{{put("a", 1)}, {put("b", 2)}}, stop: func(int) { cancel() }}
 		var out bytes.Buffer
 		res, err := runFor(t, ctx, src, &out, Options{Once: true})
 		if err != nil || res.Stop != Interrupted || src.count != 1 {
@@ -157,7 +157,7 @@ func TestListStops(t *testing.T) {
 		}
 	})
 	t.Run("--until needs the view: no paging", func(t *testing.T) {
-		src := &paged{pages: [][]nodeset.Change{{put("a", 1)}}}
+		src := &paged{pages: [][]flow.Change{{put("a", 1)}}}
 		res, err := runFor(t, context.Background(), src, &bytes.Buffer{}, Options{Once: true, Until: compile(t, "--until", "true"), Timeout: testkit.Quiet})
 		if err == nil || res.Stop != Failed || !strings.Contains(err.Error(), "must use List") {
 			t.Fatalf("Run = %+v, %v; want Run called (and failing)", res, err)

@@ -14,9 +14,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // TestRecycleModel: a run whose follower frees the objects that leave its
@@ -126,8 +126,8 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 			Value:          fmt.Appendf(nil, `{"id":"k%02d","state":"%s","beat":%d,"pad":"%0*d"}`, k, r.state, r.beat, k%7*30, 0),
 			CreateRevision: 2, ModRevision: rev, Version: int64(r.beat + 1)}
 	}
-	change := func(kv *mvccpb.KeyValue, deleted bool) nodeset.Change {
-		c := nodeset.Change{ID: string(kv.Key), Rev: kv.ModRevision, Deleted: deleted}
+	change := func(kv *mvccpb.KeyValue, deleted bool) flow.Change {
+		c := flow.Change{ID: string(kv.Key), Rev: kv.ModRevision, Deleted: deleted}
 		if deleted {
 			return c
 		}
@@ -141,13 +141,13 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 		c.Object = obj
 		return c
 	}
-	next := func(tick int) nodeset.Batch {
+	next := func(tick int) flow.Batch {
 		rev++
-		b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev}
+		b := flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: rev}
 		if tick%50 == 49 {
 			// A relisting: every live record, as new objects; a few
 			// changed since, and the keys deleted since missing.
-			b.Cause = nodeset.CauseResync
+			b.Cause = flow.CauseResync
 			b.Changes = append(b.Changes, change(&mvccpb.KeyValue{Key: []byte("/n/tick"),
 				Value: fmt.Appendf(nil, `{"state":"%s","beat":%d,"n":%d}`, []string{"UP", "UPPER"}[tick%2], tick, tick), ModRevision: rev}, false))
 			for k := range recs {
@@ -177,7 +177,7 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 			case p == 19:
 				// A record that does not decode: the view keeps the
 				// state before it.
-				b.Changes = append(b.Changes, nodeset.Change{ID: string(kv(k, *r).Key), Rev: rev, Undecodable: true})
+				b.Changes = append(b.Changes, flow.Change{ID: string(kv(k, *r).Key), Rev: rev, Undecodable: true})
 				continue
 			case p < 2 && r.live:
 				r.live = false
@@ -199,8 +199,8 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 		out.mark, out.delay = []byte(`"end":true`), 200*time.Microsecond
 		out.gate, out.held = make(chan struct{}), make(chan struct{})
 	}
-	src := sourceFunc(func(ctx context.Context, sink nodeset.Sink) error {
-		sink.Put(nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Rev: 1})
+	src := sourceFunc(func(ctx context.Context, sink flow.Sink) error {
+		sink.Put(flow.Batch{Cause: flow.CauseInitial, Synced: true, Rev: 1})
 		if burst {
 			// The first half is put while the reader is held in its
 			// first write, so the hand-off merges it however fast the
@@ -220,7 +220,7 @@ func recycleRun(t *testing.T, seed uint64, filter, equals string, give, burst bo
 				sink.Put(next(tick))
 			}
 			rev++
-			sink.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Rev: rev, Changes: []nodeset.Change{
+			sink.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: rev, Changes: []flow.Change{
 				change(&mvccpb.KeyValue{Key: []byte("/n/zz-end"), Value: []byte(`{"state":"UP","end":true}`), ModRevision: rev}, false)}})
 			select {
 			case <-out.seen:

@@ -1,6 +1,6 @@
 // Package watch is nodewatch's pipeline: a source (the etcd watcher, the
 // Curator client) hands batches through a handoff.Queue to a
-// nodeset.Follower, whose events a stream.Encoder writes, until a goal is
+// view.Follower, whose events a stream.Encoder writes, until a goal is
 // met or something stops the run.
 //
 // It owns every goroutine of a run and every way a run ends, so that the
@@ -37,22 +37,23 @@ import (
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/enum"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/progress"
 	"github.com/nodewatch/nodewatch/internal/stream"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // Source produces the batches of one watch.
 type Source interface {
 	// Run puts batches into out, in order, until ctx ends or the source
 	// fails for good. The first batch is the full initial state
-	// (nodeset.CauseInitial). Run returns ctx.Err() (or anything, once ctx
+	// (flow.CauseInitial). Run returns ctx.Err() (or anything, once ctx
 	// has ended) when ctx ends, or the error it failed with. It must not
 	// keep out after it returns.
-	Run(ctx context.Context, out nodeset.Sink) error
+	Run(ctx context.Context, out flow.Sink) error
 }
 
 // Lister is a Source that can also read its state once, without
@@ -64,7 +65,7 @@ type Lister interface {
 	// List hands the state to page, one page at a time, every id once,
 	// pages in ascending id order, and returns the revision of the
 	// state (0 when unknown). An error from page ends it and is returned.
-	List(ctx context.Context, page func([]nodeset.Change) error) (rev int64, err error)
+	List(ctx context.Context, page func([]flow.Change) error) (rev int64, err error)
 }
 
 // DefaultWriteGrace is how long a blocked write may still finish once a
@@ -135,7 +136,7 @@ type Options struct {
 	// the NDJSON lines the batch would have printed, done its batch_done;
 	// attempt counts from 1. A nil error is a delivery. Retries bounds the
 	// runs after a failed one.
-	Exec        func(ctx context.Context, input []byte, done nodeset.Event, attempt int) error
+	Exec        func(ctx context.Context, input []byte, done flow.Event, attempt int) error
 	ExecRetries int
 	// ExecBackoffMax caps the wait before a retry; 0 means
 	// DefaultExecBackoffMax.
@@ -164,12 +165,12 @@ type Options struct {
 type Recorder interface {
 	// Record records that the batch numbered batch, bringing the view to
 	// rev, was delivered with events (new, updated, deleted).
-	Record(batch int, rev int64, events []nodeset.Event) error
+	Record(batch int, rev int64, events []flow.Event) error
 }
 
 // Resume is a view recorded by an earlier run.
 type Resume struct {
-	View  []nodeset.Change
+	View  []flow.Change
 	Batch int
 }
 
@@ -253,7 +254,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	lister, streaming := src.(Lister)
 	streaming = streaming && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
 	q := handoff.New(0)
-	sink := &sink{Queue: q, m: o.Progress, filter: o.Filter}
+	sink := &sink{Queue: q, m: o.Progress}
 	if o.Progress != nil {
 		wg.Add(1)
 		go func() {
@@ -297,7 +298,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		warn:   newWarnings(o.Logf, o.WarnEvery),
 	}
 	defer r.warn.flush()
-	r.fol = nodeset.NewFollower(r.filterFunc(), r.equalsFunc())
+	r.fol = view.NewFollower(r.filterFunc(), r.equalsFunc())
 	// Printed, an event's objects are bytes in the output: the objects
 	// that leave the view are free once a batch is. A handler's runs
 	// (the states it had) and a --state record keep them longer.
@@ -346,38 +347,34 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	}
 }
 
-// sink is the queue as a source's Sink, with what the run adds: the
-// progress meter (m, if any), which the source tells how far a listing
-// got and whose listing the full batch it puts ends; and the filter (if
-// any), for the source to judge objects with as it makes them
-// (nodeset.Judge).
+// sink is the queue as a source's Sink, with the progress meter (m, if
+// any), whose listing the full batch a source puts ends.
 type sink struct {
 	*handoff.Queue
-	m      *progress.Meter
-	filter *jq.Program
+	m *progress.Meter
 }
 
-func (s *sink) Listed(n int) {
-	if s.m != nil {
-		s.m.Listed(n)
-	}
-}
-
-func (s *sink) Put(b nodeset.Batch) {
+func (s *sink) Put(b flow.Batch) {
 	if s.m != nil && b.Full() {
 		s.m.Done()
 	}
 	s.Queue.Put(b)
 }
 
-// Keeps is the follower's filter (filterFunc) where the fast path
-// answers it without an error, which is all the follower would do with
-// it: an error is left to the follower to report, or to end the run.
-func (s *sink) Keeps(obj any) (keep, decided bool) {
-	if s.filter == nil {
-		return false, false
+// Hooks returns what a run with o offers its source, for the source to be
+// built with: the filter where its fast path answers without an error
+// (which is all the follower would do with it: an error is left to the
+// follower to report, or to end the run), and the progress meter's count
+// of a listing.
+func (o *Options) Hooks() flow.Hooks {
+	var h flow.Hooks
+	if o.Filter != nil {
+		h.Keeps = o.Filter.TruthyFast
 	}
-	return s.filter.TruthyFast(obj)
+	if o.Progress != nil {
+		h.Listed = o.Progress.Listed
+	}
+	return h
 }
 
 // run is the state of one Run, used by its reading goroutine (and, once
@@ -387,7 +384,7 @@ type run struct {
 	o           *Options
 	warn        *warnings
 	enc         *stream.Encoder
-	fol         *nodeset.Follower
+	fol         *view.Follower
 	res         Result
 
 	// What abandon reports; res keeps the same counts.
@@ -407,7 +404,7 @@ type run struct {
 	batchBase int
 	// With State: the events of the batch being printed, and whether it
 	// ended (a batch_done, printed or kept silent) at rev.
-	recording []nodeset.Event
+	recording []flow.Event
 	ended     bool
 	endedRev  int64
 	// heldSince is when the loop began to hold lines (holding); zero
@@ -525,7 +522,7 @@ const holdUpTo = 32 << 10
 // reader once: following transactions of 50 records of 200 B with a
 // --filter, into a pipe read by another process, a write per batch was
 // 7% of nodewatch's CPU (its profile under make bench-compare).
-func (r *run) holding(q *handoff.Queue, b nodeset.Batch) bool {
+func (r *run) holding(q *handoff.Queue, b flow.Batch) bool {
 	if !r.o.Output.HoldBatches || b.Full() || r.enc.Buffered() >= holdUpTo || !q.Waiting() {
 		r.heldSince = time.Time{}
 		return false
@@ -546,7 +543,7 @@ var errHeartbeat = errors.New("heartbeat due")
 
 // next waits for the next batch, and, with Heartbeat, returns
 // errHeartbeat once nothing was printed for Heartbeat.
-func (r *run) next(q *handoff.Queue) (nodeset.Batch, error) {
+func (r *run) next(q *handoff.Queue) (flow.Batch, error) {
 	if r.o.Heartbeat <= 0 {
 		return q.Next(r.ctx)
 	}
@@ -571,17 +568,17 @@ func (r *run) heartbeat() error {
 	if r.confirmedAt.IsZero() || now.Sub(r.confirmedAt) > r.o.Heartbeat {
 		return nil
 	}
-	if err := r.enc.Encode(nodeset.Event{Type: nodeset.Heartbeat, Confirmed: r.o.Confirms, Rev: r.confirmedRev}); err != nil {
+	if err := r.enc.Encode(flow.Event{Type: flow.Heartbeat, Confirmed: r.o.Confirms, Rev: r.confirmedRev}); err != nil {
 		return err
 	}
 	return r.enc.Flush()
 }
 
 // apply prints what b changes and reports whether the view changed.
-func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
+func (r *run) apply(b flow.Batch) (changed bool, err error) {
 	r.resumed(&b)
-	silent := r.o.ChangesOnly && b.Cause == nodeset.CauseInitial
-	err = r.fol.Apply(b, func(ev nodeset.Event) error {
+	silent := r.o.ChangesOnly && b.Cause == flow.CauseInitial
+	err = r.fol.Apply(b, func(ev flow.Event) error {
 		changed = true
 		if r.o.State != nil {
 			r.keep(ev)
@@ -604,7 +601,7 @@ func (r *run) apply(b nodeset.Batch) (changed bool, err error) {
 // pages' buffers in pools that the first collection only moves aside. It
 // costs two collections per listing, which allocated more than the view
 // anyway; but not while the heap's goal is below settleMin (settles).
-func settle(b *nodeset.Batch) {
+func settle(b *flow.Batch) {
 	if !b.Full() {
 		return
 	}
@@ -641,15 +638,15 @@ func settles(goal uint64) bool { return goal >= settleMin }
 const settleMin = 8 << 20
 
 // resumed marks the first full batch after Resume as CauseResume.
-func (r *run) resumed(b *nodeset.Batch) {
+func (r *run) resumed(b *flow.Batch) {
 	if r.resuming && b.Full() {
-		b.Cause, r.resuming = nodeset.CauseResume, false
+		b.Cause, r.resuming = flow.CauseResume, false
 	}
 }
 
 // keep keeps ev for record.
-func (r *run) keep(ev nodeset.Event) {
-	if ev.Type == nodeset.BatchDone {
+func (r *run) keep(ev flow.Event) {
+	if ev.Type == flow.BatchDone {
 		r.ended, r.endedRev = true, ev.Rev
 		return
 	}
@@ -676,8 +673,8 @@ func (r *run) record() error {
 }
 
 // print prints ev, counts it, and returns errGoalMet once --count is met.
-func (r *run) print(ev nodeset.Event) error {
-	if ev.Type == nodeset.BatchDone {
+func (r *run) print(ev flow.Event) error {
+	if ev.Type == flow.BatchDone {
 		r.res.Batches++
 		r.batches.Add(1)
 		ev.Batch = r.batchBase + r.res.Batches // number what is printed (--changes-only)
@@ -704,12 +701,12 @@ func (r *run) print(ev nodeset.Event) error {
 func (r *run) list(l Lister) (Result, error) {
 	silent := r.o.ChangesOnly
 	var (
-		counts nodeset.Counts
+		counts flow.Counts
 		last   string
 		pages  int
 	)
 	listed := 0
-	rev, err := l.List(r.ctx, func(page []nodeset.Change) error {
+	rev, err := l.List(r.ctx, func(page []flow.Change) error {
 		r.res.Received = true
 		r.received.Store(true)
 		if r.o.Progress != nil {
@@ -725,7 +722,7 @@ func (r *run) list(l Lister) (Result, error) {
 			last = page[len(page)-1].ID
 			pages++
 		}
-		n, err := r.fol.Listed(page, func(ev nodeset.Event) error {
+		n, err := r.fol.Listed(page, func(ev flow.Event) error {
 			if silent {
 				return nil
 			}
@@ -738,7 +735,7 @@ func (r *run) list(l Lister) (Result, error) {
 		r.o.Progress.Done()
 	}
 	if err == nil && !silent {
-		err = r.print(nodeset.Event{Type: nodeset.BatchDone, Synced: true, Cause: nodeset.CauseInitial, Counts: counts, Rev: rev})
+		err = r.print(flow.Event{Type: flow.BatchDone, Synced: true, Cause: flow.CauseInitial, Counts: counts, Rev: rev})
 	}
 	if err != nil && !errors.Is(err, errGoalMet) {
 		r.enc.Flush()

@@ -16,24 +16,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // recorded is a source that puts recorded batches, then waits for the end
 // of the run, or fails with err if it is set.
 type recorded struct {
-	batches []nodeset.Batch
+	batches []flow.Batch
 	err     error
-	puts    chan nodeset.Batch // if set, later batches come from here
+	puts    chan flow.Batch // if set, later batches come from here
 	// ended, if set, is closed when Run returns: when the run's context
 	// ends. While the run is blocked in a write, only its Timeout can end
 	// it, so tests learn from ended that the timeout has passed.
 	ended chan struct{}
 }
 
-func (s *recorded) Run(ctx context.Context, out nodeset.Sink) error {
+func (s *recorded) Run(ctx context.Context, out flow.Sink) error {
 	if s.ended != nil {
 		defer close(s.ended)
 	}
@@ -55,15 +55,15 @@ func (s *recorded) Run(ctx context.Context, out nodeset.Sink) error {
 
 func obj(v int) map[string]any { return map[string]any{"v": v} }
 
-func put(id string, v int) nodeset.Change { return nodeset.Change{ID: id, Object: obj(v)} }
-func del(id string) nodeset.Change        { return nodeset.Change{ID: id, Deleted: true} }
+func put(id string, v int) flow.Change { return flow.Change{ID: id, Object: obj(v)} }
+func del(id string) flow.Change        { return flow.Change{ID: id, Deleted: true} }
 
-func initial(c ...nodeset.Change) nodeset.Batch {
-	return nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Changes: c}
+func initial(c ...flow.Change) flow.Batch {
+	return flow.Batch{Cause: flow.CauseInitial, Synced: true, Changes: c}
 }
 
-func change(c ...nodeset.Change) nodeset.Batch {
-	return nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: c}
+func change(c ...flow.Change) flow.Batch {
+	return flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: c}
 }
 
 func compile(t *testing.T, flag, expr string) *jq.Program {
@@ -168,7 +168,7 @@ func growing(t *testing.T, try func(d time.Duration) (counts bool)) {
 // TestGoals: each goal ends the run where it is met, with what was printed
 // up to there.
 func TestGoals(t *testing.T) {
-	batches := []nodeset.Batch{
+	batches := []flow.Batch{
 		initial(put("a", 1), put("b", 2)),
 		change(put("a", 3)),
 		change(put("c", 4), del("b")),
@@ -239,7 +239,7 @@ func TestStops(t *testing.T) {
 	t.Run("timeout with no goal", func(t *testing.T) {
 		growing(t, func(d time.Duration) bool {
 			var out bytes.Buffer
-			res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, &out, Options{Timeout: d})
+			res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, &out, Options{Timeout: d})
 			if err != nil || res.Stop != TimedOut || res.GoalUnmet {
 				t.Fatalf("Run = %+v, %v; want timed out, no goal", res, err)
 			}
@@ -253,7 +253,7 @@ func TestStops(t *testing.T) {
 		})
 	})
 	t.Run("timeout with a goal unmet", func(t *testing.T) {
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, io.Discard, Options{Timeout: 50 * time.Millisecond, Count: 5})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, io.Discard, Options{Timeout: 50 * time.Millisecond, Count: 5})
 		if err != nil || res.Stop != TimedOut || !res.GoalUnmet {
 			t.Fatalf("Run = %+v, %v; want timed out with the --count goal", res, err)
 		}
@@ -265,7 +265,7 @@ func TestStops(t *testing.T) {
 		}
 	})
 	t.Run("interrupted: what was printed is out", func(t *testing.T) {
-		src := &recorded{puts: make(chan nodeset.Batch)}
+		src := &recorded{puts: make(chan flow.Batch)}
 		w := &lines{seen: make(chan string, 10)}
 		res := cancelWhen(t, src, w, Options{}, func() {
 			src.puts <- initial(put("a", 1))
@@ -277,7 +277,7 @@ func TestStops(t *testing.T) {
 	})
 	t.Run("source failure: queued batches first", func(t *testing.T) {
 		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1)), change(put("b", 2))}, err: boom}, &out, Options{})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1)), change(put("b", 2))}, err: boom}, &out, Options{})
 		if !errors.Is(err, boom) || res.Stop != Failed {
 			t.Fatalf("Run = %+v, %v; want failed with boom", res, err)
 		}
@@ -288,13 +288,13 @@ func TestStops(t *testing.T) {
 	t.Run("output closed while writing", func(t *testing.T) {
 		pr, pw := io.Pipe()
 		pr.Close()
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, pw, Options{})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, pw, Options{})
 		if err != nil || res.Stop != OutputClosed {
 			t.Fatalf("Run = %+v, %v; want output closed", res, err)
 		}
 	})
 	t.Run("output closed with EPIPE", func(t *testing.T) {
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, failing{syscall.EPIPE}, Options{})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, failing{syscall.EPIPE}, Options{})
 		if err != nil || res.Stop != OutputClosed {
 			t.Fatalf("Run = %+v, %v; want output closed", res, err)
 		}
@@ -312,7 +312,7 @@ func TestStops(t *testing.T) {
 		w := &lines{seen: make(chan string, 10)}
 		done := make(chan Result, 1)
 		go func() {
-			res, _ := Run(context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, w, o)
+			res, _ := Run(context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, w, o)
 			done <- res
 		}()
 		w.await(t, `"batch_done"`)
@@ -327,14 +327,14 @@ func TestStops(t *testing.T) {
 		}
 	})
 	t.Run("output error", func(t *testing.T) {
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, failing{boom}, Options{})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, failing{boom}, Options{})
 		if !errors.Is(err, boom) || res.Stop != Failed {
 			t.Fatalf("Run = %+v, %v; want failed with boom", res, err)
 		}
 	})
 	t.Run("strict: an evaluation error fails the run", func(t *testing.T) {
 		o := Options{Strict: true, Filter: compile(t, "--filter", ".v.x")}
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, io.Discard, o)
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, io.Discard, o)
 		if err == nil || !strings.Contains(err.Error(), `"a": --filter: expected an object`) || res.Stop != Failed {
 			t.Fatalf("Run = %+v, %v; want failed naming the id and the flag", res, err)
 		}
@@ -344,7 +344,7 @@ func TestStops(t *testing.T) {
 		o := Options{Filter: compile(t, "--filter", ".v.x"), Once: true,
 			Logf: func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }}
 		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, &out, o)
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}}, &out, o)
 		if err != nil || res.Stop != GoalMet || res.Events != 0 {
 			t.Fatalf("Run = %+v, %v; want the goal met with nothing printed", res, err)
 		}
@@ -360,7 +360,7 @@ func TestRaces(t *testing.T) {
 		// The first write is the flush of the lines that met the goal;
 		// the writer holds it until the timeout has passed.
 		growing(t, func(d time.Duration) bool {
-			src := &recorded{batches: []nodeset.Batch{initial(put("a", 1), put("b", 2))}, ended: make(chan struct{})}
+			src := &recorded{batches: []flow.Batch{initial(put("a", 1), put("b", 2))}, ended: make(chan struct{})}
 			w := &blocked{release: src.ended, ended: src.ended}
 			res, err := runFor(t, context.Background(), src, w, Options{Count: 2, Timeout: d, WriteGrace: testkit.Timeout})
 			if !w.early.Load() {
@@ -373,7 +373,7 @@ func TestRaces(t *testing.T) {
 		})
 	})
 	t.Run("a goal met in the batch before the source fails", func(t *testing.T) {
-		res, err := runFor(t, context.Background(), &recorded{batches: []nodeset.Batch{initial(put("a", 1))}, err: errors.New("boom")}, io.Discard, Options{Once: true})
+		res, err := runFor(t, context.Background(), &recorded{batches: []flow.Batch{initial(put("a", 1))}, err: errors.New("boom")}, io.Discard, Options{Once: true})
 		if err != nil || res.Stop != GoalMet {
 			t.Fatalf("Run = %+v, %v; want the goal met", res, err)
 		}
@@ -381,14 +381,14 @@ func TestRaces(t *testing.T) {
 	t.Run("signal while a write is blocked", func(t *testing.T) {
 		w := &blocked{started: make(chan struct{}), release: make(chan struct{})}
 		defer close(w.release)
-		res := cancelWhen(t, &recorded{batches: []nodeset.Batch{initial(put("a", 1))}}, w, Options{WriteGrace: 50 * time.Millisecond}, func() { w.await(t) })
+		res := cancelWhen(t, &recorded{batches: []flow.Batch{initial(put("a", 1))}}, w, Options{WriteGrace: 50 * time.Millisecond}, func() { w.await(t) })
 		if res.Stop != Interrupted {
 			t.Fatalf("Stop = %v, want interrupted", res.Stop)
 		}
 	})
 	t.Run("timeout while a write is blocked", func(t *testing.T) {
 		growing(t, func(d time.Duration) bool {
-			src := &recorded{batches: []nodeset.Batch{initial(put("a", 1))}, ended: make(chan struct{})}
+			src := &recorded{batches: []flow.Batch{initial(put("a", 1))}, ended: make(chan struct{})}
 			w := &blocked{release: make(chan struct{}), ended: src.ended}
 			defer close(w.release)
 			res, err := runFor(t, context.Background(), src, w, Options{WriteGrace: 50 * time.Millisecond, Timeout: d})
@@ -402,7 +402,7 @@ func TestRaces(t *testing.T) {
 		})
 	})
 	t.Run("a slow filter over a large listing stops with the run", func(t *testing.T) {
-		var big []nodeset.Change
+		var big []flow.Change
 		for i := range 2000 {
 			big = append(big, put(fmt.Sprintf("id-%04d", i), i))
 		}
@@ -411,7 +411,7 @@ func TestRaces(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(testkit.Quiet, cancel)
 		start := time.Now()
-		res, err := runFor(t, ctx, &recorded{batches: []nodeset.Batch{initial(big...)}}, io.Discard, o)
+		res, err := runFor(t, ctx, &recorded{batches: []flow.Batch{initial(big...)}}, io.Discard, o)
 		if err != nil || res.Stop != Interrupted {
 			t.Fatalf("Run = %+v, %v; want interrupted", res, err)
 		}
@@ -505,11 +505,11 @@ func (b *blocked) await(t *testing.T) {
 // putAll puts its batches at once, then closes queued and waits for the
 // end of the run.
 type putAll struct {
-	batches []nodeset.Batch
+	batches []flow.Batch
 	queued  chan struct{}
 }
 
-func (s *putAll) Run(ctx context.Context, out nodeset.Sink) error {
+func (s *putAll) Run(ctx context.Context, out flow.Sink) error {
 	for _, b := range s.batches {
 		out.Put(b)
 	}
@@ -549,7 +549,7 @@ func TestHoldsQueuedBatches(t *testing.T) {
 	defer func(d time.Duration) { holdFor = d }(holdFor)
 	holdFor = time.Hour // what is written at once depends on the queue alone
 	const n = 40        // change batches, fewer than the queue merges
-	src := &putAll{batches: []nodeset.Batch{initial()}, queued: make(chan struct{})}
+	src := &putAll{batches: []flow.Batch{initial()}, queued: make(chan struct{})}
 	for i := range n {
 		src.batches = append(src.batches, change(put(fmt.Sprintf("k%02d", i), i)))
 	}
@@ -595,15 +595,15 @@ func TestHoldsQueuedBatches(t *testing.T) {
 func TestHeldBatchesOutliveAFailure(t *testing.T) {
 	defer func(d time.Duration) { holdFor = d }(holdFor)
 	holdFor = time.Hour
-	good := func(id string) nodeset.Change {
-		return nodeset.Change{ID: id, Object: map[string]any{"v": map[string]any{"x": true}}}
+	good := func(id string) flow.Change {
+		return flow.Change{ID: id, Object: map[string]any{"v": map[string]any{"x": true}}}
 	}
-	src := &putAll{batches: []nodeset.Batch{initial()}, queued: make(chan struct{})}
+	src := &putAll{batches: []flow.Batch{initial()}, queued: make(chan struct{})}
 	for i := range 5 {
 		src.batches = append(src.batches, change(good(fmt.Sprintf("k%d", i))))
 	}
 	// The last batch prints k5 before its k6 fails the filter.
-	src.batches = append(src.batches, change(good("k5"), nodeset.Change{ID: "k6", Object: obj(1)}))
+	src.batches = append(src.batches, change(good("k5"), flow.Change{ID: "k6", Object: obj(1)}))
 	w := &writes{first: src.queued}
 	_, err := runFor(t, context.Background(), src, w, Options{Filter: compile(t, "--filter", ".v.x"), Strict: true})
 	if err == nil {

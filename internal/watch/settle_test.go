@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
 func numGC() uint32 {
@@ -17,8 +17,8 @@ func numGC() uint32 {
 // settleMin or more: below it, the two collections cost more than they
 // give back. A heap at the runtime's floor of 4 MiB is not collected.
 func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
-	full := func() *nodeset.Batch {
-		return &nodeset.Batch{Cause: nodeset.CauseInitial, Changes: make([]nodeset.Change, 1)}
+	full := func() *flow.Batch {
+		return &flow.Batch{Cause: flow.CauseInitial, Changes: make([]flow.Change, 1)}
 	}
 
 	goal := func() uint64 { g, _ := heapGoal(); return g }
@@ -49,7 +49,7 @@ func TestSettleCollectsOnlyALargeHeap(t *testing.T) {
 	}
 
 	before = numGC()
-	settle(&nodeset.Batch{Cause: nodeset.CauseChange})
+	settle(&flow.Batch{Cause: flow.CauseChange})
 	if n := numGC() - before; n >= 2 {
 		t.Errorf("settle collected %d times after a batch of changes", n)
 	}

@@ -1,5 +1,5 @@
 // Package client is the source behind `nodewatch nodes` and `nodewatch node
-// ID`: it turns a Curator Watch stream into nodeset batches, and owns
+// ID`: it turns a Curator Watch stream into flow batches, and owns
 // everything the wire leaves to the client: following a non-leader to the
 // leader, reconnecting with capped backoff, moving across endpoints, and
 // handing over the full state again after a reconnect so that the follower
@@ -28,7 +28,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/dial"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
 // Defaults for the Client's zero-valued fields.
@@ -50,7 +50,7 @@ const maxRecvSize = 64 << 20
 var ErrUnavailable = dial.ErrUnavailable
 
 // Client is the source behind `nodewatch nodes` and `nodewatch node ID`:
-// it follows the Curator's Watch stream and hands nodeset batches to a
+// it follows the Curator's Watch stream and hands flow batches to a
 // Sink, each Change holding a node id and, for upserts, the node as
 // Object returns it.
 //
@@ -139,6 +139,11 @@ type Client struct {
 	// Logf reports broken streams, reconnects and leader redirects, and
 	// nodes it skips. Nil discards.
 	Logf func(format string, args ...any)
+	// Listed, if set, is told how many nodes the initial listing (the
+	// backlog of the first stream) has converted so far: a terminal's
+	// progress meter. The listing ends with the Put of its full batch. It
+	// may be called from several goroutines at once.
+	Listed func(n int)
 	// DialTimeout bounds the wait for the first established stream (see
 	// ErrUnavailable); a connection to one endpoint may take at most its
 	// share, DialTimeout / len(Endpoints), to become ready, before and
@@ -169,7 +174,7 @@ type Client struct {
 // stream could be established within DialTimeout of the start, or an
 // error wrapping the gRPC status a server refused the watch with (see
 // Client). Concurrent Runs of one Client are independent of each other.
-func (c *Client) Run(ctx context.Context, out nodeset.Sink) error {
+func (c *Client) Run(ctx context.Context, out flow.Sink) error {
 	if len(c.Endpoints) == 0 {
 		return errors.New("curator client: no endpoints configured")
 	}
@@ -180,7 +185,7 @@ func (c *Client) Run(ctx context.Context, out nodeset.Sink) error {
 }
 
 // run is Run without health.
-func (c *Client) run(ctx context.Context, out nodeset.Sink) error {
+func (c *Client) run(ctx context.Context, out flow.Sink) error {
 	r := &clientRun{c: c, out: out, deadline: time.Now().Add(c.dialTimeout())}
 	var (
 		bo      = backoff.Backoff{Max: c.maxBackoff()}
@@ -306,7 +311,7 @@ func isFatal(code codes.Code) bool {
 // node_in_cluster's settle timer.
 type clientRun struct {
 	c        *Client
-	out      nodeset.Sink
+	out      flow.Sink
 	deadline time.Time // for the first established stream
 
 	established atomic.Int64 // streams established so far
@@ -481,7 +486,7 @@ func (r *clientRun) prove(ctx context.Context, conn *grpc.ClientConn, target str
 				return false, nil
 			}
 			if r.handedFull.Load() { // a confirmation must not come before the first state
-				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Confirmed: true})
+				r.out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Confirmed: true})
 			}
 			return true, nil
 		},
@@ -535,7 +540,7 @@ func (r *clientRun) recvNodes(stream watchStream, est *atomic.Bool, heard *atomi
 			}
 			r.establish(est)
 			if len(changes) > 0 {
-				r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+				r.out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: changes})
 			}
 			continue
 		}
@@ -564,7 +569,7 @@ type backlogConverter struct {
 	est     *atomic.Bool
 	sem     chan struct{}
 	wg      sync.WaitGroup
-	results []*[]nodeset.Change   // by event, in the order received
+	results []*[]flow.Change      // by event, in the order received
 	nodes   atomic.Int64          // converted so far
 	err     atomic.Pointer[error] // the first event that failed to convert
 }
@@ -575,7 +580,7 @@ func newBacklogConverter(r *clientRun, est *atomic.Bool) *backlogConverter {
 
 // add converts ev in the background.
 func (b *backlogConverter) add(ev *wireEvent) {
-	slot := new([]nodeset.Change)
+	slot := new([]flow.Change)
 	b.results = append(b.results, slot)
 	b.sem <- struct{}{}
 	b.wg.Add(1)
@@ -589,7 +594,10 @@ func (b *backlogConverter) add(ev *wireEvent) {
 		}
 		*slot = changes // read after wg.Wait
 		b.r.establish(b.est)
-		nodeset.ReportListed(b.r.out, int(b.nodes.Add(int64(len(changes)))))
+		n := int(b.nodes.Add(int64(len(changes))))
+		if b.r.c.Listed != nil {
+			b.r.c.Listed(n)
+		}
 	}()
 }
 
@@ -604,12 +612,12 @@ func (b *backlogConverter) failed() error {
 
 // wait returns the latest change of each id, once every event is
 // converted, or the error of an event that failed to convert.
-func (b *backlogConverter) wait() (map[string]nodeset.Change, error) {
+func (b *backlogConverter) wait() (map[string]flow.Change, error) {
 	b.wg.Wait()
 	if err := b.failed(); err != nil {
 		return nil, err
 	}
-	latest := map[string]nodeset.Change{}
+	latest := map[string]flow.Change{}
 	for _, changes := range b.results {
 		for _, c := range *changes {
 			latest[c.ID] = c
@@ -657,13 +665,13 @@ func (r *clientRun) recvNode(stream watchStream, est *atomic.Bool, heard *atomic
 		mu.Lock()
 		if first {
 			first = false
-			latest := make(map[string]nodeset.Change, len(changes))
+			latest := make(map[string]flow.Change, len(changes))
 			for _, c := range changes {
 				latest[c.ID] = c
 			}
 			r.putFull(latest)
 		} else if len(changes) > 0 {
-			r.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+			r.out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: changes})
 		}
 		mu.Unlock()
 		r.establish(est)
@@ -710,10 +718,10 @@ func recvError(err error) error {
 
 // putFull hands over the full state whose latest changes per id are
 // latest (deletes among them are dropped).
-func (r *clientRun) putFull(latest map[string]nodeset.Change) {
-	b := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true, Changes: make([]nodeset.Change, 0, len(latest))}
+func (r *clientRun) putFull(latest map[string]flow.Change) {
+	b := flow.Batch{Cause: flow.CauseInitial, Synced: true, Changes: make([]flow.Change, 0, len(latest))}
 	if r.handedFull.Swap(true) {
-		b.Cause = nodeset.CauseResync
+		b.Cause = flow.CauseResync
 	}
 	for _, c := range latest {
 		if !c.Deleted {
@@ -726,8 +734,8 @@ func (r *clientRun) putFull(latest map[string]nodeset.Change) {
 // changes turns ev into changes, nodes first, then tombstones; only those
 // of node only, unless only is "". It fails if a node is not a Node
 // message, which fails the event as a whole (as unmarshalling it did).
-func (r *clientRun) changes(ev *wireEvent, only string) ([]nodeset.Change, error) {
-	out := make([]nodeset.Change, 0, len(ev.nodes)+len(ev.tombstones))
+func (r *clientRun) changes(ev *wireEvent, only string) ([]flow.Change, error) {
+	out := make([]flow.Change, 0, len(ev.nodes)+len(ev.tombstones))
 	for _, node := range ev.nodes {
 		id, obj, err := curator.ObjectOfWire(node)
 		switch {
@@ -743,11 +751,11 @@ func (r *clientRun) changes(ev *wireEvent, only string) ([]nodeset.Change, error
 			r.c.logf("skipping node %q: %v", id, err)
 			continue
 		}
-		out = append(out, nodeset.Change{ID: id, Object: obj})
+		out = append(out, flow.Change{ID: id, Object: obj})
 	}
 	for _, t := range ev.tombstones {
 		if id := t.GetNodeId(); id != "" && (only == "" || id == only) {
-			out = append(out, nodeset.Change{ID: id, Deleted: true})
+			out = append(out, flow.Change{ID: id, Deleted: true})
 		}
 	}
 	return out, nil

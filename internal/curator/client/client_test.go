@@ -18,11 +18,12 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // obj returns n as the client hands it over.
@@ -35,17 +36,17 @@ func obj(t *testing.T, n *apipb.Node) *jsondoc.Doc {
 	return o
 }
 
-func upsert(t *testing.T, n *apipb.Node) nodeset.Change {
-	return nodeset.Change{ID: n.GetId(), Object: obj(t, n)}
+func upsert(t *testing.T, n *apipb.Node) flow.Change {
+	return flow.Change{ID: n.GetId(), Object: obj(t, n)}
 }
 
-func deletion(id string) nodeset.Change { return nodeset.Change{ID: id, Deleted: true} }
+func deletion(id string) flow.Change { return flow.Change{ID: id, Deleted: true} }
 
-func batch(cause nodeset.Cause, changes ...nodeset.Change) nodeset.Batch {
-	return nodeset.Batch{Cause: cause, Synced: true, Changes: changes}
+func batch(cause flow.Cause, changes ...flow.Change) flow.Batch {
+	return flow.Batch{Cause: cause, Synced: true, Changes: changes}
 }
 
-func diffBatch(t *testing.T, want, got nodeset.Batch) {
+func diffBatch(t *testing.T, want, got flow.Batch) {
 	t.Helper()
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("batch (-want +got):\n%s", diff)
@@ -53,10 +54,10 @@ func diffBatch(t *testing.T, want, got nodeset.Batch) {
 }
 
 // apply runs b through f and returns the events it prints.
-func apply(t *testing.T, f *nodeset.Follower, b nodeset.Batch) []nodeset.Event {
+func apply(t *testing.T, f *view.Follower, b flow.Batch) []flow.Event {
 	t.Helper()
-	var evs []nodeset.Event
-	if err := f.Apply(b, func(ev nodeset.Event) error {
+	var evs []flow.Event
+	if err := f.Apply(b, func(ev flow.Event) error {
 		evs = append(evs, ev)
 		return nil
 	}); err != nil {
@@ -102,15 +103,15 @@ func TestClientNodes(t *testing.T) {
 	n1, n2, n3 := curatortest.Node("n1", up, "a"), curatortest.Node("n2", fresh, ""), curatortest.Node("n3", up, "c")
 	s := serveNodes(t, n2, n1)
 	r := startClient(t, s.client())
-	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1), upsert(t, n2)), r.next())
+	diffBatch(t, batch(flow.CauseInitial, upsert(t, n1), upsert(t, n2)), r.next())
 
 	s.st.Put(n3)
-	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n3)), r.next())
+	diffBatch(t, batch(flow.CauseChange, upsert(t, n3)), r.next())
 	n2 = curatortest.Node("n2", up, "b")
 	s.st.Put(n2)
-	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n2)), r.next())
+	diffBatch(t, batch(flow.CauseChange, upsert(t, n2)), r.next())
 	s.st.Del("n1") // an event with a tombstone only
-	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
+	diffBatch(t, batch(flow.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
 
@@ -119,7 +120,7 @@ func TestClientNodes(t *testing.T) {
 func TestClientBacklogInSeveralEvents(t *testing.T) {
 	t.Parallel()
 	var nodes []*apipb.Node
-	var want []nodeset.Change
+	var want []flow.Change
 	// 300 KB a node: the 10 nodes take two events of at most 2 MiB.
 	pad := strings.Repeat("x", 300<<10)
 	for i := range 10 {
@@ -129,7 +130,7 @@ func TestClientBacklogInSeveralEvents(t *testing.T) {
 		want = append(want, upsert(t, n))
 	}
 	r := startClient(t, serveNodes(t, nodes...).client())
-	diffBatch(t, batch(nodeset.CauseInitial, want...), r.next())
+	diffBatch(t, batch(flow.CauseInitial, want...), r.next())
 	r.none()
 }
 
@@ -141,7 +142,7 @@ func TestClientReconnectResync(t *testing.T) {
 	a, b, c := curatortest.Node("a", up, "1"), curatortest.Node("b", up, "2"), curatortest.Node("c", fresh, "")
 	s := serveNodes(t, a, b, c)
 	r := startClient(t, s.client())
-	f := nodeset.NewFollower(nil, nil)
+	f := view.NewFollower(nil, nil)
 	if evs := apply(t, f, r.next()); len(evs) != 4 {
 		t.Fatalf("initial events %+v, want 3 new and batch_done", evs)
 	}
@@ -155,14 +156,14 @@ func TestClientReconnectResync(t *testing.T) {
 	serveReady(t, s.g.Addr, server.Config{Etcd: s.st.Etcd, Log: s.lg.Logger()})
 
 	got := r.next()
-	if got.Cause != nodeset.CauseResync {
+	if got.Cause != flow.CauseResync {
 		t.Fatalf("batch after reconnect has cause %v, want resync", got.Cause)
 	}
-	want := []nodeset.Event{
-		{Type: nodeset.Deleted, ID: "b", Prev: obj(t, b)},
-		{Type: nodeset.Updated, ID: "c", Object: obj(t, c2), Prev: obj(t, c)},
-		{Type: nodeset.New, ID: "d", Object: obj(t, d)},
-		{Type: nodeset.BatchDone, Batch: 2, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{New: 1, Updated: 1, Deleted: 1}},
+	want := []flow.Event{
+		{Type: flow.Deleted, ID: "b", Prev: obj(t, b)},
+		{Type: flow.Updated, ID: "c", Object: obj(t, c2), Prev: obj(t, c)},
+		{Type: flow.New, ID: "d", Object: obj(t, d)},
+		{Type: flow.BatchDone, Batch: 2, Synced: true, Cause: flow.CauseResync, Counts: flow.Counts{New: 1, Updated: 1, Deleted: 1}},
 	}
 	if diff := cmp.Diff(want, apply(t, f, got)); diff != "" {
 		t.Errorf("events after resync (-want +got):\n%s", diff)
@@ -181,20 +182,20 @@ func TestClientEndpoints(t *testing.T) {
 
 	t.Run("endpoint in use goes down", func(t *testing.T) {
 		r := startClient(t, testClient(lg, gA.Addr, gB.Addr))
-		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 		gA.Stop()
 		lg.WaitFor("curator "+gA.Addr+":", "reconnecting to "+gB.Addr)
-		diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseResync, upsert(t, n1)), r.next())
 	})
 
 	t.Run("first endpoint refuses connections", func(t *testing.T) {
 		r := startClient(t, testClient(lg, deadAddr(t), gB.Addr))
-		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 	})
 
 	t.Run("first endpoint does not answer", func(t *testing.T) {
 		r := startClient(t, testClient(lg, silentAddr(t), gB.Addr))
-		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 	})
 }
 
@@ -213,7 +214,7 @@ func TestClientFollowsLeader(t *testing.T) {
 	other := curatortest.ServeGRPC(t, "", &curatortest.NonLeader{NodeID: "metropolis-2", LeaderNodeID: "metropolis-1", LeaderHost: host, LeaderPort: p})
 
 	r := startClient(t, testClient(lg, other.Addr))
-	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+	diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 	lg.WaitFor(other.Addr, "not the leader", leader.Addr)
 }
 
@@ -298,18 +299,18 @@ func TestClientNode(t *testing.T) {
 	c := s.client()
 	c.NodeID = "n1"
 	r := startClient(t, c)
-	diffBatch(t, batch(nodeset.CauseInitial), r.next())
+	diffBatch(t, batch(flow.CauseInitial), r.next())
 
 	n1 := curatortest.Node("n1", fresh, "")
 	s.st.Put(n1)
-	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
+	diffBatch(t, batch(flow.CauseChange, upsert(t, n1)), r.next())
 	n1 = curatortest.Node("n1", up, "a")
 	s.st.Put(n1)
-	diffBatch(t, batch(nodeset.CauseChange, upsert(t, n1)), r.next())
+	diffBatch(t, batch(flow.CauseChange, upsert(t, n1)), r.next())
 	s.st.Put(curatortest.Node("other", fresh, "x"))
 	r.none()
 	s.st.Del("n1")
-	diffBatch(t, batch(nodeset.CauseChange, deletion("n1")), r.next())
+	diffBatch(t, batch(flow.CauseChange, deletion("n1")), r.next())
 	r.none()
 }
 
@@ -324,7 +325,7 @@ func TestClientNodeResync(t *testing.T) {
 	c := s.client()
 	c.NodeID = "n1"
 	r := startClient(t, c)
-	f := nodeset.NewFollower(nil, nil)
+	f := view.NewFollower(nil, nil)
 	// restart stands in a new server (which lists etcd afresh) on the
 	// same address, once it holds the records: the client must not
 	// settle for "no node" while it lists.
@@ -333,7 +334,7 @@ func TestClientNodeResync(t *testing.T) {
 		return g
 	}
 	b := r.next()
-	diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), b)
+	diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), b)
 	apply(t, f, b)
 
 	g.Stop()
@@ -342,10 +343,10 @@ func TestClientNodeResync(t *testing.T) {
 	s.st.Put(n1b)
 	g = restart()
 	b = r.next()
-	diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1b)), b)
-	want := []nodeset.Event{
-		{Type: nodeset.Updated, ID: "n1", Object: obj(t, n1b), Prev: obj(t, n1)},
-		{Type: nodeset.BatchDone, Batch: 2, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{Updated: 1}},
+	diffBatch(t, batch(flow.CauseResync, upsert(t, n1b)), b)
+	want := []flow.Event{
+		{Type: flow.Updated, ID: "n1", Object: obj(t, n1b), Prev: obj(t, n1)},
+		{Type: flow.BatchDone, Batch: 2, Synced: true, Cause: flow.CauseResync, Counts: flow.Counts{Updated: 1}},
 	}
 	if diff := cmp.Diff(want, apply(t, f, b)); diff != "" {
 		t.Errorf("events after the first reconnect (-want +got):\n%s", diff)
@@ -355,10 +356,10 @@ func TestClientNodeResync(t *testing.T) {
 	s.st.Del("n1")
 	restart()
 	b = r.next()
-	diffBatch(t, batch(nodeset.CauseResync), b)
-	want = []nodeset.Event{
-		{Type: nodeset.Deleted, ID: "n1", Prev: obj(t, n1b)},
-		{Type: nodeset.BatchDone, Batch: 3, Synced: true, Cause: nodeset.CauseResync, Counts: nodeset.Counts{Deleted: 1}},
+	diffBatch(t, batch(flow.CauseResync), b)
+	want = []flow.Event{
+		{Type: flow.Deleted, ID: "n1", Prev: obj(t, n1b)},
+		{Type: flow.BatchDone, Batch: 3, Synced: true, Cause: flow.CauseResync, Counts: flow.Counts{Deleted: 1}},
 	}
 	if diff := cmp.Diff(want, apply(t, f, b)); diff != "" {
 		t.Errorf("events after the second reconnect (-want +got):\n%s", diff)

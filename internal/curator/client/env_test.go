@@ -10,8 +10,8 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/server"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
@@ -96,7 +96,7 @@ func startClient(t *testing.T, c *Client) *running {
 }
 
 // next returns the next batch, changes in id order.
-func (r *running) next() nodeset.Batch {
+func (r *running) next() flow.Batch {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout)
 	defer cancel()
@@ -104,7 +104,7 @@ func (r *running) next() nodeset.Batch {
 	if err != nil {
 		r.t.Fatalf("no batch: %v", err)
 	}
-	slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
+	slices.SortFunc(b.Changes, func(x, y flow.Change) int { return strings.Compare(x.ID, y.ID) })
 	return b
 }
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/backoff"
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 )
 
 // health is what a node's object gets from Management.GetNodes.
@@ -32,7 +32,7 @@ var unknown = health{health: mgmtpb.Node_HEALTH_UNKNOWN}
 // runWithHealth is Run with HealthInterval set: the Watch stream, with
 // each node's object given the health Management.GetNodes reports,
 // polled every HealthInterval on a connection of its own (see Client).
-func (c *Client) runWithHealth(ctx context.Context, out nodeset.Sink) error {
+func (c *Client) runWithHealth(ctx context.Context, out flow.Sink) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	m := &merger{out: out, nodes: map[string]*jsondoc.Doc{}, shown: map[string]health{}}
 	var wg sync.WaitGroup
@@ -153,18 +153,18 @@ func getNodes(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration)
 // Put is called by the Watch stream's goroutine, health by the poller's;
 // mu orders them, and what they pass on.
 type merger struct {
-	out nodeset.Sink
+	out flow.Sink
 
 	mu      sync.Mutex              // guards the fields below
 	nodes   map[string]*jsondoc.Doc // the Watch stream's current nodes
 	polled  map[string]health       // the last poll's answer; nil before the first
 	shown   map[string]health       // the health in each node's object as passed on
 	holding bool                    // a full batch waits for the first poll
-	held    nodeset.Cause           // the Cause of that batch
+	held    flow.Cause              // the Cause of that batch
 }
 
 // Put takes a batch of the Watch stream.
-func (m *merger) Put(b nodeset.Batch) {
+func (m *merger) Put(b flow.Batch) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if b.Full() {
@@ -185,9 +185,9 @@ func (m *merger) Put(b nodeset.Batch) {
 	}
 	if m.polled == nil && !m.holding {
 		// (A source starts with a full batch; this is for one that does not.)
-		m.holding, m.held = true, nodeset.CauseInitial
+		m.holding, m.held = true, flow.CauseInitial
 	}
-	out := make([]nodeset.Change, 0, len(b.Changes))
+	out := make([]flow.Change, 0, len(b.Changes))
 	for _, c := range b.Changes {
 		if c.Deleted {
 			delete(m.nodes, c.ID)
@@ -202,15 +202,12 @@ func (m *merger) Put(b nodeset.Batch) {
 		}
 		h := m.latest(c.ID)
 		m.shown[c.ID] = h
-		out = append(out, nodeset.Change{ID: c.ID, Object: withHealth(obj, h)})
+		out = append(out, flow.Change{ID: c.ID, Object: withHealth(obj, h)})
 	}
 	if !m.holding {
-		m.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: b.Synced, Changes: out})
+		m.out.Put(flow.Batch{Cause: flow.CauseChange, Synced: b.Synced, Changes: out})
 	}
 }
-
-// Listed passes a listing's progress on.
-func (m *merger) Listed(n int) { nodeset.ReportListed(m.out, n) }
 
 // health takes a poll's answer.
 func (m *merger) health(polled map[string]health) {
@@ -222,30 +219,30 @@ func (m *merger) health(polled map[string]health) {
 		m.putFull(m.held)
 		return
 	}
-	var out []nodeset.Change
+	var out []flow.Change
 	for id, obj := range m.nodes {
 		if h := m.latest(id); h.health != m.shown[id].health {
 			m.shown[id] = h
-			out = append(out, nodeset.Change{ID: id, Object: withHealth(obj, h)})
+			out = append(out, flow.Change{ID: id, Object: withHealth(obj, h)})
 		}
 	}
 	if len(out) > 0 {
-		m.out.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: out})
+		m.out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: out})
 	}
 }
 
 // putFull passes the current nodes on as a full batch. A node whose health
 // is what its object showed keeps that object's time_since_heartbeat, so
 // that a resync shows no change where there was none.
-func (m *merger) putFull(cause nodeset.Cause) {
-	b := nodeset.Batch{Cause: cause, Synced: true, Changes: make([]nodeset.Change, 0, len(m.nodes))}
+func (m *merger) putFull(cause flow.Cause) {
+	b := flow.Batch{Cause: cause, Synced: true, Changes: make([]flow.Change, 0, len(m.nodes))}
 	for id, obj := range m.nodes {
 		h, ok := m.shown[id]
 		if latest := m.latest(id); !ok || latest.health != h.health {
 			h = latest
 			m.shown[id] = h
 		}
-		b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: withHealth(obj, h)})
+		b.Changes = append(b.Changes, flow.Change{ID: id, Object: withHealth(obj, h)})
 	}
 	for id := range m.shown {
 		if _, ok := m.nodes[id]; !ok {

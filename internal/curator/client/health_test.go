@@ -12,14 +12,15 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // recorder is a Sink that keeps the batches put into it.
-type recorder struct{ batches []nodeset.Batch }
+type recorder struct{ batches []flow.Batch }
 
-func (r *recorder) Put(b nodeset.Batch) { r.batches = append(r.batches, b) }
+func (r *recorder) Put(b flow.Batch) { r.batches = append(r.batches, b) }
 
 // TestMergerModel drives the merger with random Watch batches (full and
 // changes) and random polls, and checks what it passes on against a
@@ -41,7 +42,7 @@ func TestMergerModel(t *testing.T) {
 		nodes := map[string]string{}                  // the model: the Watch stream's nodes
 		var polled map[string]health                  // the last poll; nil before the first
 		sinces := map[string]map[time.Duration]bool{} // every time_since_heartbeat polled, per id
-		view := nodeset.NewFollower(nil, nil)         // what a reader of out sees
+		view := view.NewFollower(nil, nil)            // what a reader of out sees
 		read := 0                                     // batches of out applied to view
 
 		ids := []string{"a", "b", "c", "d", "e"}
@@ -50,27 +51,27 @@ func TestMergerModel(t *testing.T) {
 			var desc string
 			switch op := rng.IntN(10); {
 			case op < 2: // a full batch
-				b := nodeset.Batch{Cause: nodeset.CauseResync, Synced: true}
+				b := flow.Batch{Cause: flow.CauseResync, Synced: true}
 				nodes = map[string]string{}
 				for _, id := range ids {
 					if rng.IntN(2) == 0 {
 						nodes[id] = obj(id)
-						b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
+						b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
 					}
 				}
 				desc = fmt.Sprintf("full %v", nodes)
 				m.Put(b)
 			case op < 6: // a change batch
-				b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true}
+				b := flow.Batch{Cause: flow.CauseChange, Synced: true}
 				for range 1 + rng.IntN(2) {
 					id := ids[rng.IntN(len(ids))]
 					if _, ok := nodes[id]; ok && rng.IntN(3) == 0 {
 						delete(nodes, id)
-						b.Changes = append(b.Changes, nodeset.Change{ID: id, Deleted: true})
+						b.Changes = append(b.Changes, flow.Change{ID: id, Deleted: true})
 						continue
 					}
 					nodes[id] = obj(id)
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
+					b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(nodes[id]))})
 				}
 				desc = fmt.Sprintf("change %v", b.Changes)
 				m.Put(b)
@@ -105,7 +106,7 @@ func TestMergerModel(t *testing.T) {
 				}
 			}
 			for ; read < len(out.batches); read++ {
-				if err := view.Apply(out.batches[read], func(nodeset.Event) error { return nil }); err != nil {
+				if err := view.Apply(out.batches[read], func(flow.Event) error { return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
@@ -141,7 +141,7 @@ func TestReconnectJitter(t *testing.T) {
 	var clients []*running
 	for _, a := range logs {
 		r := startClient(t, testClient(lg, a.Addr()))
-		diffBatch(t, batch(nodeset.CauseInitial, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 		clients = append(clients, r)
 	}
 
@@ -163,6 +163,6 @@ func TestReconnectJitter(t *testing.T) {
 
 	curatortest.ServeGRPC(t, g.Addr, srv)
 	for _, r := range clients {
-		diffBatch(t, batch(nodeset.CauseResync, upsert(t, n1)), r.next())
+		diffBatch(t, batch(flow.CauseResync, upsert(t, n1)), r.next())
 	}
 }

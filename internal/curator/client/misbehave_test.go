@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/testkit/curatortest"
 )
 
@@ -93,12 +93,12 @@ const last = apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED
 // not sent.
 func TestClientMisbehavingServer(t *testing.T) {
 	t.Parallel()
-	n := func(id string) nodeset.Change { return upsert(t, curatortest.Node(id, up, "addr-"+id)) }
+	n := func(id string) flow.Change { return upsert(t, curatortest.Node(id, up, "addr-"+id)) }
 	type misbehaviour struct {
 		name    string
 		nodeID  string // "" for nodes_in_cluster
 		streams [][]*apipb.WatchEvent
-		want    []nodeset.Batch
+		want    []flow.Batch
 		log     string // a line saying this is logged
 		opts    []grpc.DialOption
 	}
@@ -111,10 +111,10 @@ func TestClientMisbehavingServer(t *testing.T) {
 		m := misbehaviour{name: name, nodeID: nodeID, log: log, opts: opts}
 		if nodeID == "" {
 			m.streams = [][]*apipb.WatchEvent{events(nodesEv(0, "a"), bad), events(nodesEv(last, "a"))}
-			m.want = []nodeset.Batch{batch(nodeset.CauseInitial, n("a"))}
+			m.want = []flow.Batch{batch(flow.CauseInitial, n("a"))}
 		} else {
 			m.streams = [][]*apipb.WatchEvent{events(nodesEv(0, "a"), bad), events(nodesEv(0, "a"))}
-			m.want = []nodeset.Batch{batch(nodeset.CauseInitial, n("a")), batch(nodeset.CauseResync, n("a"))}
+			m.want = []flow.Batch{batch(flow.CauseInitial, n("a")), batch(flow.CauseResync, n("a"))}
 		}
 		return m
 	}
@@ -126,35 +126,35 @@ func TestClientMisbehavingServer(t *testing.T) {
 				events(nodesEv(0, "a", "b"), nodesEv(last), nodesEv(0, "a"), nil),
 				events(nodesEv(last, "a")),
 			},
-			want: []nodeset.Batch{
-				batch(nodeset.CauseInitial, n("a"), n("b")),
-				batch(nodeset.CauseChange, n("a")),
-				batch(nodeset.CauseResync, n("a")),
+			want: []flow.Batch{
+				batch(flow.CauseInitial, n("a"), n("b")),
+				batch(flow.CauseChange, n("a")),
+				batch(flow.CauseResync, n("a")),
 			},
 			log: "the server goes away; reconnecting",
 		},
 		{
 			name:    "a second PROGRESS_LAST_BACKLOGGED",
 			streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a"), nodesEv(last, "b"), tombstoneEv("a"))},
-			want: []nodeset.Batch{
-				batch(nodeset.CauseInitial, n("a")),
-				batch(nodeset.CauseChange, n("b")),
-				batch(nodeset.CauseChange, deletion("a")),
+			want: []flow.Batch{
+				batch(flow.CauseInitial, n("a")),
+				batch(flow.CauseChange, n("b")),
+				batch(flow.CauseChange, deletion("a")),
 			},
 			log: "a second PROGRESS_LAST_BACKLOGGED",
 		},
 		{
 			name:    "tombstones in the backlog",
 			streams: [][]*apipb.WatchEvent{events(nodesEv(0, "a", "b"), tombstoneEv("b", "z"), nodesEv(last, "c"))},
-			want:    []nodeset.Batch{batch(nodeset.CauseInitial, n("a"), n("c"))},
+			want:    []flow.Batch{batch(flow.CauseInitial, n("a"), n("c"))},
 			log:     "tombstones in the backlog",
 		},
 		{
 			name:    "a node with an empty id",
 			streams: [][]*apipb.WatchEvent{events(nodesEv(last, "a", ""), nodesEv(0, ""), nodesEv(0, "b"))},
-			want: []nodeset.Batch{
-				batch(nodeset.CauseInitial, n("a")),
-				batch(nodeset.CauseChange, n("b")),
+			want: []flow.Batch{
+				batch(flow.CauseInitial, n("a")),
+				batch(flow.CauseChange, n("b")),
 			},
 			log: "skipping a node without id",
 		},
@@ -166,9 +166,9 @@ func TestClientMisbehavingServer(t *testing.T) {
 			streams: [][]*apipb.WatchEvent{
 				events(nodesEv(0, "a"), nodesEv(0, "b"), nodesEv(0, ""), tombstoneEv("b"), tombstoneEv("a")),
 			},
-			want: []nodeset.Batch{
-				batch(nodeset.CauseInitial, n("a")),
-				batch(nodeset.CauseChange, deletion("a")),
+			want: []flow.Batch{
+				batch(flow.CauseInitial, n("a")),
+				batch(flow.CauseChange, deletion("a")),
 			},
 			log: `skipping node "b": watching "a"`,
 		},
@@ -181,9 +181,9 @@ func TestClientMisbehavingServer(t *testing.T) {
 				events(nodesEv(0, "a"), nil),
 				events(),
 			},
-			want: []nodeset.Batch{
-				batch(nodeset.CauseInitial, n("a")),
-				batch(nodeset.CauseResync),
+			want: []flow.Batch{
+				batch(flow.CauseInitial, n("a")),
+				batch(flow.CauseResync),
 			},
 			log: "the server goes away; reconnecting",
 		},

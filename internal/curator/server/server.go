@@ -44,8 +44,9 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/mgmtpb"
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handoff"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // Config configures a Server.
@@ -148,7 +149,7 @@ type Server struct {
 	// confirmation is applied. confirmedAt is when the last one was.
 	stale       bool
 	confirmedAt time.Time
-	nodes       *nodeset.Follower // *record objects
+	nodes       *view.Follower // *record objects
 	subs        map[*subscriber]struct{}
 	// backlog is what nodes_in_cluster streams that subscribe now start
 	// with; nil when the nodes changed since it was made (or none was).
@@ -284,7 +285,7 @@ func New(cfg Config) *Server {
 		prefix: prefix,
 		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
-		nodes:  nodeset.NewFollower(nil, equal),
+		nodes:  view.NewFollower(nil, equal),
 		subs:   map[*subscriber]struct{}{},
 	}
 }
@@ -447,21 +448,21 @@ func (s *Server) id(key string) string { return strings.TrimPrefix(key, s.prefix
 // to every subscriber watching it. Holding mu throughout makes a
 // subscription see either all of b (in its initial state) or none of it
 // (as changes).
-func (s *Server) apply(b nodeset.Batch) error {
+func (s *Server) apply(b flow.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var changes []nodeset.Change
-	err := s.nodes.Apply(b, func(ev nodeset.Event) error {
+	var changes []flow.Change
+	err := s.nodes.Apply(b, func(ev flow.Event) error {
 		switch ev.Type {
-		case nodeset.New, nodeset.Updated:
+		case flow.New, flow.Updated:
 			rec := ev.Object.(*record)
-			if ev.Type == nodeset.Updated && bytes.Equal(ev.Prev.(*record).wire, rec.wire) {
+			if ev.Type == flow.Updated && bytes.Equal(ev.Prev.(*record).wire, rec.wire) {
 				return nil // only its health changed, which Watch does not carry
 			}
 			// One event for every stream.
-			changes = append(changes, nodeset.Change{ID: ev.ID, Object: share(rec.field)})
-		case nodeset.Deleted:
-			changes = append(changes, nodeset.Change{ID: ev.ID, Deleted: true})
+			changes = append(changes, flow.Change{ID: ev.ID, Object: share(rec.field)})
+		case flow.Deleted:
+			changes = append(changes, flow.Change{ID: ev.ID, Deleted: true})
 		}
 		return nil
 	})
@@ -488,14 +489,14 @@ func (s *Server) apply(b nodeset.Batch) error {
 	s.backlog = nil
 	for sub := range s.subs {
 		if sub.id == "" {
-			sub.q.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes})
+			sub.q.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: changes})
 			continue
 		}
 		// changes are in id order and hold each id once.
-		if i, ok := slices.BinarySearchFunc(changes, sub.id, func(c nodeset.Change, id string) int {
+		if i, ok := slices.BinarySearchFunc(changes, sub.id, func(c flow.Change, id string) int {
 			return strings.Compare(c.ID, id)
 		}); ok {
-			sub.q.Put(nodeset.Batch{Cause: nodeset.CauseChange, Synced: true, Changes: changes[i : i+1]})
+			sub.q.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Changes: changes[i : i+1]})
 		}
 	}
 	return nil
@@ -543,9 +544,9 @@ func (s *Server) subscribe(ctx context.Context, st *stream, id string) (*subscri
 		s.subs[sub] = struct{}{}
 		return sub, nil
 	}
-	initial := nodeset.Batch{Cause: nodeset.CauseInitial, Synced: true}
+	initial := flow.Batch{Cause: flow.CauseInitial, Synced: true}
 	if obj, ok := s.nodes.Set().Get(id); ok {
-		initial.Changes = []nodeset.Change{{ID: id, Object: share(obj.(*record).field)}}
+		initial.Changes = []flow.Change{{ID: id, Object: share(obj.(*record).field)}}
 	}
 	sub := &subscriber{id: id, q: handoff.New(0)}
 	s.countMerges(sub.q)
@@ -666,7 +667,7 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 			}
 			continue
 		}
-		slices.SortFunc(b.Changes, func(x, y nodeset.Change) int { return strings.Compare(x.ID, y.ID) })
+		slices.SortFunc(b.Changes, func(x, y flow.Change) int { return strings.Compare(x.ID, y.ID) })
 		for _, c := range b.Changes {
 			var ev any
 			switch {
@@ -772,7 +773,7 @@ type backlogEvents struct {
 }
 
 // newBacklog returns the backlog of the nodes in set (*record objects).
-func newBacklog(set *nodeset.Set) *backlog {
+func newBacklog(set *view.Set) *backlog {
 	bl := &backlog{ids: make([]string, 0, set.Len()), nodes: make([]fieldNode, 0, set.Len())}
 	set.Ascend(func(id string, obj any) bool {
 		bl.ids = append(bl.ids, id)

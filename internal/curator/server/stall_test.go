@@ -29,10 +29,10 @@ func fatNode(id string, gen int) *apipb.Node {
 	return n
 }
 
-// view is a Curator client's view: the events of a stream applied in order.
-type view map[string]*apipb.Node
+// clientView is a Curator client's view: the events of a stream applied in order.
+type clientView map[string]*apipb.Node
 
-func (v view) apply(ev *apipb.WatchEvent) {
+func (v clientView) apply(ev *apipb.WatchEvent) {
 	for _, n := range ev.GetNodes() {
 		v[n.GetId()] = n
 	}
@@ -42,7 +42,7 @@ func (v view) apply(ev *apipb.WatchEvent) {
 }
 
 // diff describes how v differs from want ("" when equal).
-func (v view) diff(want view) string {
+func (v clientView) diff(want clientView) string {
 	var missing, extra, stale []string
 	for id, n := range want {
 		switch got, ok := v[id]; {
@@ -75,7 +75,7 @@ func TestServerStalledClient(t *testing.T) {
 	t.Parallel()
 	st := curatortest.NewStore(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	want := view{}
+	want := clientView{}
 	var ids []string
 	for i := range 200 {
 		id := fmt.Sprintf("node-%03d", i)
@@ -93,7 +93,7 @@ func TestServerStalledClient(t *testing.T) {
 	}
 	defer conn.Close()
 	stalled := curatortest.Watch(t, conn, curatortest.NodesReq())
-	got := view{}
+	got := clientView{}
 	for {
 		ev := stalled.Next()
 		got.apply(ev)
@@ -142,7 +142,7 @@ func TestServerStalledClient(t *testing.T) {
 			batch[id] = nd
 		}
 		writes = writes[n:]
-		changes := view{}
+		changes := clientView{}
 		var deletes []string
 		for _, id := range order {
 			if batch[id] == nil {
@@ -204,7 +204,7 @@ func orderPerID(writes []func() (string, *apipb.Node)) []func() (string, *apipb.
 
 // txn writes nodes and deletes ids in etcd transactions of at most 100
 // operations.
-func txn(t *testing.T, st *curatortest.Store, nodes view, deletes []string) {
+func txn(t *testing.T, st *curatortest.Store, nodes clientView, deletes []string) {
 	t.Helper()
 	var ops []clientv3.Op
 	for id, n := range nodes {
@@ -233,7 +233,7 @@ func txn(t *testing.T, st *curatortest.Store, nodes view, deletes []string) {
 type eagerView struct {
 	t       *testing.T
 	mu      sync.Mutex // guards v and events
-	v       view
+	v       clientView
 	events  int           // events after the backlog
 	changed chan struct{} // capacity 1: "v changed"
 }
@@ -248,7 +248,7 @@ func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 		cancel()
 		t.Fatal(err)
 	}
-	e := &eagerView{t: t, v: view{}, changed: make(chan struct{}, 1)}
+	e := &eagerView{t: t, v: clientView{}, changed: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -281,7 +281,7 @@ func follow(t *testing.T, conn *grpc.ClientConn) *eagerView {
 // waitFor waits until the view equals want and returns how many events
 // after the backlog it took. It fails once the view has not changed for
 // testkit.Timeout.
-func (e *eagerView) waitFor(want view) int {
+func (e *eagerView) waitFor(want clientView) int {
 	e.t.Helper()
 	quiet := time.NewTimer(testkit.Timeout)
 	defer quiet.Stop()

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
-	"github.com/nodewatch/nodewatch/internal/nodeset"
 	"github.com/nodewatch/nodewatch/internal/stream"
+	"github.com/nodewatch/nodewatch/internal/view"
 )
 
 // TestCheckerRules: each rule, broken once, is caught on the line that
@@ -146,29 +147,29 @@ func rejects(lines [][]byte, source map[string]any) bool {
 
 func slicesClone(l [][]byte) [][]byte { return append([][]byte(nil), l...) }
 
-// randomStream runs random batches through a nodeset.Follower and a
+// randomStream runs random batches through a view.Follower and a
 // stream.Encoder (NDJSON), and returns the lines printed and the
 // source's final state.
 func randomStream(t *testing.T, rng *rand.Rand) ([][]byte, map[string]any) {
 	t.Helper()
 	var out bytes.Buffer
 	enc := stream.NewEncoder(&out, stream.Options{})
-	f := nodeset.NewFollower(nil, nil)
+	f := view.NewFollower(nil, nil)
 	source := map[string]string{}
 	obj := func() string { return fmt.Sprintf(`{"v":%d,"w":[%d]}`, rng.IntN(4), rng.IntN(2)) }
 	ids := []string{"a", "b", "c", "d", "e", "f"}
 	for step := range 30 {
-		b := nodeset.Batch{Cause: nodeset.CauseChange, Synced: true}
+		b := flow.Batch{Cause: flow.CauseChange, Synced: true}
 		if step == 0 || rng.IntN(8) == 0 {
-			b.Cause = nodeset.CauseResync
+			b.Cause = flow.CauseResync
 			if step == 0 {
-				b.Cause = nodeset.CauseInitial
+				b.Cause = flow.CauseInitial
 			}
 			source = map[string]string{}
 			for _, id := range ids {
 				if rng.IntN(2) == 0 {
 					source[id] = obj()
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
+					b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
 				}
 			}
 		} else {
@@ -176,11 +177,11 @@ func randomStream(t *testing.T, rng *rand.Rand) ([][]byte, map[string]any) {
 				id := ids[rng.IntN(len(ids))]
 				if rng.IntN(3) == 0 {
 					delete(source, id)
-					b.Changes = append(b.Changes, nodeset.Change{ID: id, Deleted: true})
+					b.Changes = append(b.Changes, flow.Change{ID: id, Deleted: true})
 					continue
 				}
 				source[id] = obj()
-				b.Changes = append(b.Changes, nodeset.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Object: jsondoc.New([]byte(source[id]))})
 			}
 		}
 		if err := f.Apply(b, enc.Encode); err != nil {

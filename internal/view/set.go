@@ -1,4 +1,4 @@
-package nodeset
+package view
 
 import (
 	"slices"

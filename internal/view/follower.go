@@ -1,59 +1,15 @@
-package nodeset
+package view
 
 import (
+	"github.com/nodewatch/nodewatch/internal/flow"
+
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
-	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
-
-// EventType is the kind of an Event.
-type EventType int
-
-// The event types. Heartbeat: nothing was printed for a while, and the
-// source has just confirmed that it is current (--heartbeat); the
-// Follower never emits it, the run that prints does.
-const (
-	New       EventType = iota + 1 // an object of interest appeared
-	Updated                        // an object of interest changed (by Equals)
-	Deleted                        // an object went away or stopped matching Filter
-	BatchDone                      // the end of a batch
-	Heartbeat                      // the source confirmed it is current (see above)
-)
-
-// eventTypeNames are the names printed in the events' type field.
-var eventTypeNames = enum.Names[EventType]{"", "new", "updated", "deleted", "batch_done", "heartbeat"}
-
-// String returns the name printed in the event's type field.
-func (t EventType) String() string { return eventTypeNames.String(t) }
-
-// Counts counts the events of a batch by type.
-type Counts struct {
-	New, Updated, Deleted int
-}
-
-// Event is one line of nodewatch's output.
-type Event struct {
-	Type   EventType
-	ID     string // New, Updated, Deleted
-	Object any    // New, Updated: the state now
-	Prev   any    // Updated, Deleted: the state printed before
-	Rev    int64  // the etcd revision reflected; 0 when unknown
-
-	// Heartbeat only: what the source confirmed, "watch" (etcd: every
-	// change up to Rev was delivered) or "connection" (the Curator wire
-	// has no progress: only that the server answers).
-	Confirmed string
-
-	// BatchDone only.
-	Batch  int
-	Synced bool
-	Cause  Cause
-	Counts Counts
-}
 
 // Follower turns batches into events: it remembers what it printed and
 // prints what differs. Filter and Equals are the user's jq expressions.
@@ -80,10 +36,10 @@ type Follower struct {
 	set     *Set
 	batches int
 	synced  bool
-	scratch []Change  // Apply's, between batches empty
-	order   []int32   // Apply's, positions in a batch
-	leading []leading // Apply's, sortByID's
-	dead    []any     // Apply's, with Recycle: the objects it frees
+	scratch []flow.Change // Apply's, between batches empty
+	order   []int32       // Apply's, positions in a batch
+	leading []leading     // Apply's, sortByID's
+	dead    []any         // Apply's, with Recycle: the objects it frees
 }
 
 // NewFollower returns a Follower with an empty set.
@@ -93,7 +49,7 @@ func NewFollower(filter func(id string, obj any) (bool, error), equals func(id s
 
 // Load puts the objects of view into the set, as if they had been
 // printed: a run that resumes a recorded view starts from it.
-func (f *Follower) Load(view []Change) {
+func (f *Follower) Load(view []flow.Change) {
 	for _, c := range view {
 		f.set.Put(c.ID, c.Object)
 	}
@@ -104,20 +60,20 @@ func (f *Follower) Load(view []Change) {
 func (f *Follower) Set() *Set { return f.set }
 
 // Apply compares b with the current view and calls emit for each
-// resulting event in ascending id order, then once with BatchDone.
+// resulting event in ascending id order, then once with flow.BatchDone.
 //
-// A CauseChange batch that changes nothing prints nothing at all, not even
+// A flow.CauseChange batch that changes nothing prints nothing at all, not even
 // BatchDone: an identical re-put is not news. Initial and resync batches
-// always end in BatchDone, so scripts learn that the view is complete.
+// always end in flow.BatchDone, so scripts learn that the view is complete.
 //
 // Changes to one id within b coalesce: the last one wins. The cost is
 // O(k log k) for k changes; a full batch also walks the set of n, to find
 // the ids that vanished, and sorts them in: O(n + (k+d) log(k+d)) for d
 // of them. emit must not call Apply: the changes are in f's scratch.
-func (f *Follower) Apply(b Batch, emit func(Event) error) error {
+func (f *Follower) Apply(b flow.Batch, emit func(flow.Event) error) error {
 	cs := f.latest(b)
 	defer f.release()
-	var counts Counts
+	var counts flow.Counts
 	for _, c := range cs {
 		ev, err := f.step(c)
 		if err != nil {
@@ -126,11 +82,11 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 		switch ev.Type {
 		case 0:
 			continue
-		case New:
+		case flow.New:
 			counts.New++
-		case Updated:
+		case flow.Updated:
 			counts.Updated++
-		case Deleted:
+		case flow.Deleted:
 			counts.Deleted++
 		}
 		if err := emit(ev); err != nil {
@@ -138,12 +94,12 @@ func (f *Follower) Apply(b Batch, emit func(Event) error) error {
 		}
 	}
 	f.synced = f.synced || b.Synced
-	if !b.Full() && counts == (Counts{}) {
+	if !b.Full() && counts == (flow.Counts{}) {
 		f.free()
 		return nil
 	}
 	f.batches++
-	if err := emit(Event{Type: BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev}); err != nil {
+	if err := emit(flow.Event{Type: flow.BatchDone, Batch: f.batches, Synced: f.synced, Cause: b.Cause, Counts: counts, Rev: b.Rev}); err != nil {
 		return err
 	}
 	f.free()
@@ -176,7 +132,7 @@ const maxScratch = 4096
 // one (the earlier state is the last to show); for a full batch, also a
 // deletion of each id in the view that b lacks. The slice is f's scratch,
 // valid until release.
-func (f *Follower) latest(b Batch) []Change {
+func (f *Follower) latest(b flow.Batch) []flow.Change {
 	cs := b.Changes
 	// Positions, sorted by id when they do not come so; an id's changes
 	// keep their order.
@@ -208,7 +164,7 @@ func (f *Follower) latest(b Batch) []Change {
 				k++
 			}
 			if k == n || out[k].ID != id {
-				out = append(out, Change{ID: id, Deleted: true, Rev: b.Rev})
+				out = append(out, flow.Change{ID: id, Deleted: true, Rev: b.Rev})
 			}
 			return true
 		})
@@ -220,7 +176,7 @@ func (f *Follower) latest(b Batch) []Change {
 	return out
 }
 
-func byID(a, b Change) int { return strings.Compare(a.ID, b.ID) }
+func byID(a, b flow.Change) int { return strings.Compare(a.ID, b.ID) }
 
 // release lets go of the objects in Apply's scratch, and of the scratch
 // itself when a listing made it large.
@@ -239,13 +195,13 @@ func (f *Follower) release() {
 	clear(f.scratch)
 }
 
-// Listed emits what Apply would emit, but BatchDone, for page as the
+// Listed emits what Apply would emit, but flow.BatchDone, for page as the
 // whole initial batch of a Follower with an empty view: New for each
 // object that Filter keeps, in page's order. It keeps no view, and needs
 // no map and no sort: page must be a page of a listing, its ids strictly
 // ascending (an error otherwise). It returns the number of events.
 // `key --once` prints a listing this way, page by page.
-func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
+func (f *Follower) Listed(page []flow.Change, emit func(flow.Event) error) (int, error) {
 	n := 0
 	for i, c := range page {
 		if i > 0 && c.ID <= page[i-1].ID {
@@ -263,7 +219,7 @@ func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
 				continue
 			}
 		}
-		if err := emit(Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}); err != nil {
+		if err := emit(flow.Event{Type: flow.New, ID: c.ID, Object: c.Object, Rev: c.Rev}); err != nil {
 			return n, err
 		}
 		n++
@@ -272,11 +228,11 @@ func (f *Follower) Listed(page []Change, emit func(Event) error) (int, error) {
 }
 
 // step applies one change to the set and returns the event it causes; an
-// Event with a zero Type means none. With Recycle, it notes the objects
+// flow.Event with a zero Type means none. With Recycle, it notes the objects
 // that the view lets go of, for Apply to free once the batch is emitted.
-func (f *Follower) step(c Change) (Event, error) {
+func (f *Follower) step(c flow.Change) (flow.Event, error) {
 	if c.Undecodable {
-		return Event{}, nil
+		return flow.Event{}, nil
 	}
 	// One lookup serves the whole step: an update replaces the object
 	// in its entry.
@@ -289,7 +245,7 @@ func (f *Follower) step(c Change) (Event, error) {
 	if keep && f.Filter != nil && !c.Kept {
 		ok, err := f.Filter(c.ID, c.Object)
 		if err != nil {
-			return Event{}, fmt.Errorf("%q: %w", c.ID, err)
+			return flow.Event{}, fmt.Errorf("%q: %w", c.ID, err)
 		}
 		keep = ok
 	}
@@ -298,27 +254,27 @@ func (f *Follower) step(c Change) (Event, error) {
 		f.set.Delete(c.ID)
 		f.bury(c.Object, prev)
 		f.bury(prev, nil)
-		return Event{Type: Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
+		return flow.Event{Type: flow.Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
 	case !keep:
 		f.bury(c.Object, nil)
-		return Event{}, nil
+		return flow.Event{}, nil
 	case !had:
 		f.set.Put(c.ID, c.Object)
-		return Event{Type: New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
+		return flow.Event{Type: flow.New, ID: c.ID, Object: c.Object, Rev: c.Rev}, nil
 	}
 	eq, err := f.Equal(c.ID, prev, c.Object)
 	if err != nil {
-		return Event{}, fmt.Errorf("%q: %w", c.ID, err)
+		return flow.Event{}, fmt.Errorf("%q: %w", c.ID, err)
 	}
 	if eq {
 		// Keep what was printed, so that Prev is always a state the
 		// user has seen.
 		f.bury(c.Object, prev)
-		return Event{}, nil
+		return flow.Event{}, nil
 	}
 	e.obj = c.Object
 	f.bury(prev, c.Object)
-	return Event{Type: Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
+	return flow.Event{Type: flow.Updated, ID: c.ID, Object: c.Object, Prev: prev, Rev: c.Rev}, nil
 }
 
 // bury notes, with Recycle, an object o that the view let go of, unless

@@ -1,6 +1,8 @@
-package nodeset
+package view
 
 import (
+	"github.com/nodewatch/nodewatch/internal/flow"
+
 	"errors"
 	"fmt"
 	"runtime"
@@ -30,10 +32,10 @@ func TestApplyHoldsNoObjects(t *testing.T) {
 				weaks = append(weaks, weak.Make(o))
 				b.Changes = append(b.Changes, put(fmt.Sprintf("id-%05d", (i*7919)%n), o)) // out of order
 			}
-			if err := f.Apply(b, func(Event) error { return nil }); err != nil {
+			if err := f.Apply(b, func(flow.Event) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
-			b = Batch{}
+			b = flow.Batch{}
 			runtime.GC()
 			for i, w := range weaks {
 				if w.Value() != nil {
@@ -52,7 +54,7 @@ func TestApplyAfterEmitFails(t *testing.T) {
 	f := NewFollower(nil, nil)
 	stop := errors.New("stop")
 	var got []string
-	emit := func(ev Event) error {
+	emit := func(ev flow.Event) error {
 		got = append(got, fmt.Sprintf("%v %s %v", ev.Type, ev.ID, ev.Object))
 		if ev.ID == "b" {
 			return stop

@@ -1,6 +1,8 @@
-package nodeset
+package view
 
 import (
+	"github.com/nodewatch/nodewatch/internal/flow"
+
 	"cmp"
 	"slices"
 	"strings"
@@ -29,7 +31,7 @@ type leading struct {
 // been 6% of nodewatch's CPU profile while it followed transactions of 50
 // records of 200 B with a --filter, on a 2-core machine whose caches the
 // etcd server and the writers share.
-func sortByID(cs []Change, order []int32, scratch []leading) []leading {
+func sortByID(cs []flow.Change, order []int32, scratch []leading) []leading {
 	if len(order) < 2 {
 		return scratch
 	}

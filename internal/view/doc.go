@@ -1,5 +1,6 @@
-// Package nodeset turns a source's batches of changes into the events that
-// nodewatch prints.
+// Package view turns a source's batches of changes (package flow) into the
+// events that nodewatch prints: it keeps the view of the source a reader
+// has, and prints what differs from it.
 //
 // A source (the Curator client, the etcd watcher) only knows what the
 // cluster looks like now. Users want to know what changed since the last
@@ -15,4 +16,4 @@
 //   - The cost of a batch grows with the number of ids it changes, not with
 //     the size of the set; memory grows with the number of ids, never with
 //     the number of updates (see internal/handoff).
-package nodeset
+package view

@@ -1,6 +1,8 @@
-package nodeset
+package view
 
 import (
+	"github.com/nodewatch/nodewatch/internal/flow"
+
 	"cmp"
 	"math/rand/v2"
 	"slices"
@@ -28,7 +30,7 @@ func TestSortByIDModel(t *testing.T) {
 			}
 			pool = append(pool, string(b))
 		}
-		cs := make([]Change, 1+rng.IntN(60))
+		cs := make([]flow.Change, 1+rng.IntN(60))
 		for i := range cs {
 			cs[i].ID = pool[rng.IntN(len(pool))]
 		}
@@ -45,7 +47,7 @@ func TestSortByIDModel(t *testing.T) {
 	}
 }
 
-func ids(cs []Change) []string {
+func ids(cs []flow.Change) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.ID)
@@ -57,7 +59,7 @@ func ids(cs []Change) []string {
 // padded with zeros, ids that differ past the eight bytes) order as the
 // strings do, and a sort by the number alone would not order them so.
 func TestSortByIDNumberAlone(t *testing.T) {
-	cs := []Change{{ID: "/n/abcdefgh2"}, {ID: "/n/abcdefgh1"}, {ID: "/n/b"}, {ID: "/n/a\x00"}, {ID: "/n/a"}}
+	cs := []flow.Change{{ID: "/n/abcdefgh2"}, {ID: "/n/abcdefgh1"}, {ID: "/n/b"}, {ID: "/n/a\x00"}, {ID: "/n/a"}}
 	order := []int32{0, 1, 2, 3, 4}
 	sortByID(cs, order, nil)
 	want := []int32{4, 3, 1, 0, 2}

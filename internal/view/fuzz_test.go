@@ -1,6 +1,8 @@
-package nodeset
+package view
 
 import (
+	"github.com/nodewatch/nodewatch/internal/flow"
+
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -13,7 +15,7 @@ import (
 // id in a batch among them) over a few ids; after each batch, the naive
 // model recomputes the whole view (the source's objects that pass the
 // filter), diffs it against the view before, and the follower must emit
-// exactly those events, in id order, then BatchDone with their counts;
+// exactly those events, in id order, then flow.BatchDone with their counts;
 // a change batch that changes nothing emits nothing at all. Each batch is
 // written over once applied.
 func FuzzFollower(f *testing.F) {
@@ -25,12 +27,12 @@ func FuzzFollower(f *testing.F) {
 		fol := NewFollower(keep, nil)
 		source := map[string]int{}  // the model: the source's objects
 		printed := map[string]int{} // the model: the view printed so far
-		b := Batch{Cause: CauseInitial, Synced: true}
+		b := flow.Batch{Cause: flow.CauseInitial, Synced: true}
 		first := true
 		run := func() {
 			var got []string
-			if err := fol.Apply(b, func(ev Event) error {
-				if ev.Type == BatchDone {
+			if err := fol.Apply(b, func(ev flow.Event) error {
+				if ev.Type == flow.BatchDone {
 					got = append(got, fmt.Sprintf("done %d/%d/%d @%d", ev.Counts.New, ev.Counts.Updated, ev.Counts.Deleted, ev.Rev))
 				} else {
 					got = append(got, fmt.Sprintf("%v %s %v %v @%d", ev.Type, ev.ID, ev.Object, ev.Prev, ev.Rev))
@@ -44,7 +46,7 @@ func FuzzFollower(f *testing.F) {
 			// which copies a later batch into it.
 			applied := slices.Clone(b.Changes)
 			for i := range b.Changes {
-				b.Changes[i] = Change{ID: "id-0", Object: 1, Rev: -1}
+				b.Changes[i] = flow.Change{ID: "id-0", Object: 1, Rev: -1}
 			}
 			b.Changes = applied
 			// The naive recomputation.
@@ -85,7 +87,7 @@ func FuzzFollower(f *testing.F) {
 				}
 			}
 			var want []string
-			var counts Counts
+			var counts flow.Counts
 			for _, id := range slices.Sorted(maps.Keys(mergeKeys(view, printed))) {
 				v, now := view[id]
 				p, before := printed[id]
@@ -116,19 +118,19 @@ func FuzzFollower(f *testing.F) {
 			case op&0xc0 == 0xc0: // end the batch here; the next is full
 				b.Rev = rev
 				run()
-				b = Batch{Cause: CauseResync, Synced: true}
+				b = flow.Batch{Cause: flow.CauseResync, Synced: true}
 			case op&0xc0 == 0x80: // end the batch here; the next is a change
 				if first || len(b.Changes) > 0 || b.Full() {
 					b.Rev = rev
 					run()
 				}
-				b = Batch{Cause: CauseChange, Synced: true}
+				b = flow.Batch{Cause: flow.CauseChange, Synced: true}
 			case op&0x07 == 0x07:
-				b.Changes = append(b.Changes, Change{ID: id, Undecodable: true, Rev: rev})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Undecodable: true, Rev: rev})
 			case op&0x20 != 0:
-				b.Changes = append(b.Changes, Change{ID: id, Deleted: true, Rev: rev})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Deleted: true, Rev: rev})
 			default:
-				b.Changes = append(b.Changes, Change{ID: id, Object: int(op>>3) % 4, Rev: rev})
+				b.Changes = append(b.Changes, flow.Change{ID: id, Object: int(op>>3) % 4, Rev: rev})
 			}
 			first = false
 		}
@@ -147,15 +149,15 @@ func mergeKeys(a, b map[string]int) map[string]int {
 // TestListedModel: Listed emits, for random pages of a listing (ids
 // ascending, objects undecodable, deleted, kept or not by the filter, a
 // filter that fails), what Apply emits for the same page as the initial
-// batch of a new Follower, but BatchDone, whose New count it returns.
+// batch of a new Follower, but flow.BatchDone, whose New count it returns.
 func TestListedModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	for i := range 2000 {
-		var page []Change
+		var page []flow.Change
 		id := 0
 		for range rng.IntN(40) {
 			id += 1 + rng.IntN(3)
-			c := Change{ID: fmt.Sprintf("k%04d", id), Object: rng.IntN(100), Rev: int64(rng.IntN(9))}
+			c := flow.Change{ID: fmt.Sprintf("k%04d", id), Object: rng.IntN(100), Rev: int64(rng.IntN(9))}
 			switch rng.IntN(10) {
 			case 0:
 				c.Object, c.Undecodable = nil, true
@@ -177,16 +179,16 @@ func TestListedModel(t *testing.T) {
 		if rng.IntN(5) == 0 {
 			filter = nil
 		}
-		show := func(out *[]string) func(Event) error {
-			return func(ev Event) error {
+		show := func(out *[]string) func(flow.Event) error {
+			return func(ev flow.Event) error {
 				*out = append(*out, fmt.Sprintf("%v %s %v %v %d", ev.Type, ev.ID, ev.Object, ev.Prev, ev.Rev))
 				return nil
 			}
 		}
 		var want, got []string
-		var counts Counts
-		werr := NewFollower(filter, nil).Apply(Batch{Changes: page, Cause: CauseInitial, Synced: true}, func(ev Event) error {
-			if ev.Type == BatchDone {
+		var counts flow.Counts
+		werr := NewFollower(filter, nil).Apply(flow.Batch{Changes: page, Cause: flow.CauseInitial, Synced: true}, func(ev flow.Event) error {
+			if ev.Type == flow.BatchDone {
 				counts = ev.Counts
 				return nil
 			}
@@ -198,7 +200,7 @@ func TestListedModel(t *testing.T) {
 		}
 	}
 	// Out of order is an error.
-	if _, err := NewFollower(nil, nil).Listed([]Change{{ID: "b", Object: 1}, {ID: "a", Object: 2}}, func(Event) error { return nil }); err == nil {
+	if _, err := NewFollower(nil, nil).Listed([]flow.Change{{ID: "b", Object: 1}, {ID: "a", Object: 2}}, func(flow.Event) error { return nil }); err == nil {
 		t.Fatal("Listed took a page out of order")
 	}
 }
