@@ -2,230 +2,26 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/urfave/cli/v2"
-
-	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/flow"
-	"github.com/nodewatch/nodewatch/internal/handler"
-	"github.com/nodewatch/nodewatch/internal/jq"
-	"github.com/nodewatch/nodewatch/internal/state"
-	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
+	"github.com/nodewatch/nodewatch/internal/watchflags"
 )
-
-// watchFlags are the flags every watching subcommand (key, nodes, node)
-// shares: what to print, how, and when to stop.
-func watchFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "filter", Usage: "jq `EXPR`: print only objects for which it is true"},
-		&cli.StringFlag{Name: "equals", Usage: "jq `EXPR`: two states are equal (no `updated`) when it gives the same outputs for both"},
-		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
-		&cli.StringFlag{Name: "each", Usage: "jq `EXPR` over each object: exit 0 once every object (at least one) satisfies it"},
-		&cli.IntFlag{Name: "at-least", Usage: "with --each: exit 0 once at least `N` objects satisfy it (not necessarily all)"},
-		&cli.StringFlag{Name: "report", Usage: "when the run ends without its goal, also write the report as JSON to `FILE`", TakesFile: true},
-		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
-		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
-		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
-		&cli.BoolFlag{Name: "once", Usage: "print the initial state, then exit 0"},
-		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
-		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--each/--count was not met"},
-		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
-		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
-		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
-		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
-		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
-		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
-		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since (cause \"resume\")", TakesFile: true},
-		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
-	}
-}
-
-// watchOptions are the parsed watchFlags, validated before anything
-// connects: the run's options, and what the command adds.
-type watchOptions struct {
-	watch.Options
-	dialTimeout time.Duration
-	reportFile  string // --report
-	// target names what is watched in messages, e.g. "curator at a,b";
-	// what the object of a one-object watch ("node metropolis-…").
-	target, what string
-	handler      *handler.Handler // --exec
-	stateFile    string           // --state
-	// allProcs: the run uses every P, not one (watch.Options.OneProc):
-	// nodes --once, whose listing is converted on every P.
-	allProcs bool
-	// follows says what a --state file follows: the command's fields,
-	// then the expressions' (parseWatchOptions).
-	follows []state.Field
-}
-
-// parseWatchOptions reads watchFlags from c. equalsField, when --equals
-// is not given, is the member of the objects whose bytes decide whether
-// two states are the same ("" compares whole objects; see
-// watch.Options.EqualsField); alsoFilter, a jq
-// expression the command adds to the user's --filter ("" for none), must
-// hold too.
-func parseWatchOptions(c *cli.Context, equalsField, alsoFilter string) (*watchOptions, error) {
-	o := &watchOptions{Options: watch.Options{
-		Strict: c.Bool("strict"), Once: c.Bool("once"), Count: c.Int("count"), Timeout: c.Duration("timeout"),
-		ChangesOnly: c.Bool("changes-only"), Heartbeat: c.Duration("heartbeat"),
-	}, dialTimeout: c.Duration("dial-timeout")}
-	o.Output.Timestamps = c.Bool("timestamps")
-	if o.Heartbeat < 0 || (c.IsSet("heartbeat") && o.Heartbeat < 100*time.Millisecond) {
-		return nil, cmdline.Usagef("--heartbeat: must be at least 100ms, got %v", o.Heartbeat)
-	}
-	var err error
-	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
-		return nil, cmdline.Usagef("--output: %v", err)
-	}
-	if o.Count < 0 {
-		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
-	}
-	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
-	if o.reportFile != "" {
-		// Found unwritable at the end, it would take the exit code the
-		// wait earned: try its directory now.
-		f, err := os.CreateTemp(filepath.Dir(o.reportFile), ".nodewatch-report-*")
-		if err != nil {
-			return nil, cmdline.Usagef("--report %s: cannot write there: %v", o.reportFile, errors.Unwrap(err))
-		}
-		f.Close()
-		os.Remove(f.Name())
-	}
-	switch {
-	case c.IsSet("at-least") && c.String("each") == "":
-		return nil, cmdline.Usagef("--at-least: only with --each")
-	case o.AtLeast < 0 || c.IsSet("at-least") && o.AtLeast == 0:
-		return nil, cmdline.Usagef("--at-least: must be at least 1, got %d", o.AtLeast)
-	}
-	if o.Timeout < 0 || o.dialTimeout <= 0 {
-		return nil, cmdline.Usagef("--timeout and --dial-timeout must be positive")
-	}
-	if err := o.parseExec(c); err != nil {
-		return nil, err
-	}
-	o.stateFile = c.String("state")
-	if c.IsSet("state") && o.stateFile == "" {
-		return nil, cmdline.Usagef("--state: want a FILE")
-	}
-	vars, err := cmdline.JQVars(c)
-	if err != nil {
-		return nil, cmdline.Usage(err)
-	}
-	equals, follows := c.String("equals"), c.String("equals")
-	if !c.IsSet("equals") {
-		o.EqualsField = equalsField
-		if equalsField != "" {
-			follows = "." + equalsField // what the default was called
-		}
-	}
-	o.follows = []state.Field{
-		{Name: "--filter", Value: c.String("filter")}, {Name: "--equals", Value: follows},
-		{Name: "--arg", Value: strings.Join(c.StringSlice("arg"), " ")}, {Name: "--argjson", Value: strings.Join(c.StringSlice("argjson"), " ")},
-	}
-	for _, p := range []struct {
-		flag, expr string
-		dst        **jq.Program
-	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}, {"--each", c.String("each"), &o.Each}} {
-		if p.expr == "" {
-			continue
-		}
-		prog, err := jq.Compile(p.flag, p.expr, vars)
-		if err != nil {
-			return nil, cmdline.Usage(err)
-		}
-		*p.dst = prog
-	}
-	if alsoFilter != "" {
-		expr := alsoFilter
-		if user := c.String("filter"); user != "" {
-			// The user's expression compiled alone above: errors name its
-			// own positions. The command's comes first, so that objects it
-			// excludes never reach the user's (which may expect its
-			// shape); the newline ends a comment the user's may end with.
-			expr = "(" + alsoFilter + ") and (" + user + "\n)"
-		}
-		prog, err := jq.Compile("--filter", expr, vars)
-		if err != nil {
-			return nil, cmdline.Usage(err)
-		}
-		o.Filter = prog
-	}
-	return o, nil
-}
-
-// parseExec reads --exec and the flags that go with it.
-func (o *watchOptions) parseExec(c *cli.Context) error {
-	if !c.IsSet("exec") {
-		for _, f := range []string{"exec-retries", "exec-timeout"} {
-			if c.IsSet(f) {
-				return cmdline.Usagef("--%s: only with --exec", f)
-			}
-		}
-		return nil
-	}
-	h := &handler.Handler{Command: c.String("exec"), Timeout: c.Duration("exec-timeout")}
-	o.ExecRetries = c.Int("exec-retries")
-	switch {
-	case strings.TrimSpace(h.Command) == "":
-		return cmdline.Usagef("--exec: want a command")
-	case o.Output.Format != stream.JSON:
-		return cmdline.Usagef("--exec: the handler reads NDJSON; --output %s is not for it", c.String("output"))
-	case o.Heartbeat > 0:
-		return cmdline.Usagef("--heartbeat: not with --exec, which runs the handler only when there is something to deliver")
-	case o.ExecRetries < 0:
-		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
-	case h.Timeout < 0:
-		return cmdline.Usagef("--exec-timeout: must not be negative, got %v", h.Timeout)
-	}
-	o.handler = h
-	// A signal reaches a running handler, which gets its grace period.
-	o.WriteGrace = handler.DefaultGrace + time.Second
-	return nil
-}
-
-// openState opens --state and sets the run up to record into it, and
-// to resume from what it recorded. The caller closes it.
-func (o *watchOptions) openState() (*state.Store, error) {
-	st, err := state.Open(o.stateFile, o.follows)
-	if err != nil {
-		return nil, cmdline.Usage(err)
-	}
-	if st.Resumed() {
-		view, err := st.View()
-		if err != nil {
-			st.Close()
-			return nil, cmdline.Usage(err)
-		}
-		o.Resume = &watch.Resume{View: view, Batch: st.Batch()}
-	}
-	o.State = st
-	return st, nil
-}
 
 // follow runs the watch pipeline from the source that source builds to
 // stdout, and turns how it ended into the command's result (see
 // exit.go). source is given what the run offers it (the filter to ask
 // early, the progress meter's count), once the run is set up.
-func follow(ctx context.Context, e *env, o *watchOptions, source func(flow.Hooks) watch.Source) error {
+func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow.Hooks) watch.Source) error {
 	// A long listing shows its progress on a terminal stderr; every other
 	// write to it (log lines, and stdout when it is the same terminal)
 	// erases that line first. Sources log through e, so they too.
 	stderr := e.stderr
 	defer func() { e.stderr = stderr }()
 	stdout := e.stdout
-	if o.handler == nil { // with --exec, nodewatch writes nothing to stdout
+	if o.Handler == nil { // with --exec, nodewatch writes nothing to stdout
 		var release func()
 		stdout, release = console.Output(e.stdout)
 		defer release()
@@ -235,64 +31,25 @@ func follow(ctx context.Context, e *env, o *watchOptions, source func(flow.Hooks
 	tty := console.IsTerminal(e.stdout)
 	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
 	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
-	o.Logf, o.OneProc = e.logf, e.oneProc && !o.allProcs
+	o.Logf, o.OneProc = e.logf, e.oneProc && !o.AllProcs
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
-	if o.handler != nil {
+	if o.Handler != nil {
 		// The handler writes to stdout; nodewatch does not.
-		o.handler.Stdout, o.handler.Stderr = e.stdout, stderr
-		o.Exec, o.Hangup = o.handler.Run, nil
+		o.Handler.Stdout, o.Handler.Stderr = e.stdout, stderr
+		o.Exec, o.Hangup = o.Handler.Run, nil
 	}
-	if o.stateFile != "" {
-		st, err := o.openState()
-		if err != nil {
-			return err
-		}
+	st, err := o.OpenState() // --state
+	if err != nil {
+		return err
+	}
+	if st != nil {
 		defer st.Close()
 	}
 	res, err := watch.Run(ctx, source(o.Hooks()), out, o.Options)
 	if res.Report != nil {
-		if rerr := o.report(e, res); rerr != nil {
+		if rerr := o.Report(res, e.logf); rerr != nil {
 			return rerr
 		}
 	}
-	return stopError(res, err, o.target, o.Timeout, o.goal())
-}
-
-// goal describes the goal the options set, for a run that timed out
-// before it was met.
-func (o *watchOptions) goal() string {
-	switch {
-	case o.Until != nil:
-		return "--until was met"
-	case o.Each != nil && o.AtLeast > 0:
-		return fmt.Sprintf("%d objects met --each", o.AtLeast)
-	case o.Each != nil:
-		return "every object met --each"
-	case o.Once:
-		return "the initial state was printed (--once)"
-	}
-	return fmt.Sprintf("%d events were printed (--count)", o.Count)
-}
-
-// report tells why a run ended without its goal: on stderr, and as JSON
-// into --report FILE.
-func (o *watchOptions) report(e *env, res watch.Result) error {
-	for _, line := range res.Report.Lines(o.Options, o.what) {
-		e.logf("report: %s", line)
-	}
-	if o.reportFile == "" {
-		return nil
-	}
-	b, err := json.MarshalIndent(struct {
-		Stop string `json:"stop"`
-		Goal string `json:"goal"`
-		*watch.Report
-	}{res.Stop.String(), o.goal(), res.Report}, "", "  ")
-	if err == nil {
-		err = os.WriteFile(o.reportFile, append(b, '\n'), 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("--report: %w", err)
-	}
-	return nil
+	return stopError(res, err, o.Target, o.Timeout, o.Goal())
 }

@@ -11,17 +11,18 @@ import (
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/connflags"
-	"github.com/nodewatch/nodewatch/internal/flow"
-	"github.com/nodewatch/nodewatch/internal/watch"
-
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
+	"github.com/nodewatch/nodewatch/internal/mgmtflags"
 	"github.com/nodewatch/nodewatch/internal/state"
+	"github.com/nodewatch/nodewatch/internal/watch"
+	"github.com/nodewatch/nodewatch/internal/watchflags"
 )
 
 // keyOptions are the flags of `nodewatch key`.
 type keyOptions struct {
-	*watchOptions
+	*watchflags.Options
 	etcd   etcdkv.Config
 	key    string
 	prefix bool
@@ -37,12 +38,12 @@ func keyCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.Int64Flag{Name: "rev", Usage: "start at revision `N`: the state as it was at N, then every revision after it, one batch each, then live (as etcdctl watch --rev)", DefaultText: "now"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
-		), mgmtFlags()...), watchFlags()...),
+		), mgmtflags.Flags()...), watchflags.Flags()...),
 		action(e, parseKeyOptions, runKey))
 }
 
 func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
-	preset, err := parseMgmtOptions(c)
+	preset, err := mgmtflags.Parse(c)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if preset != nil {
 		alsoFilter = preset.Filter
 	}
-	w, err := parseWatchOptions(c, "value", alsoFilter)
+	w, err := watchflags.Parse(c, "value", alsoFilter)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{watchOptions: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev")}
+	o := &keyOptions{Options: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev")}
 	switch {
 	case c.IsSet("rev") && o.rev < 1:
 		return nil, cmdline.Usagef("--rev: want a revision of 1 or more, got %d", o.rev)
@@ -98,26 +99,26 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if len(o.rules.Rules) == 1 {
 		o.rules.Name = "--key-pattern " + o.rules.Rules[0].Pattern.String()
 	}
-	o.follows = append([]state.Field{
+	o.Follows = append([]state.Field{
 		{Name: "command", Value: "key"}, {Name: "--etcd", Value: strings.Join(eo.Endpoints, ",")},
 		{Name: "KEY", Value: o.key}, {Name: "--prefix", Value: strconv.FormatBool(o.prefix)},
 		{Name: "--mgmt", Value: c.String("mgmt") + " " + strings.Join(o.also, " ")},
 		{Name: "--value", Value: c.String("value")}, {Name: "--key-pattern", Value: c.String("key-pattern")},
-	}, o.follows...)
+	}, o.Follows...)
 	o.List, o.Confirms = o.prefix, "watch"
-	o.target = "etcd at " + strings.Join(eo.Endpoints, ",")
-	o.what = "key " + o.key
+	o.Target = "etcd at " + strings.Join(eo.Endpoints, ",")
+	o.What = "key " + o.key
 	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.Output.Summary = o.rules.Summary
 	return o, nil
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
-	o.etcd.DialTimeout = o.dialTimeout
+	o.etcd.DialTimeout = o.DialTimeout
 	// The listings' decoding and the watch events' (by what changed since
 	// a key's last event) report a key that no rule matches once.
 	decode, decodeFrom := o.rules.Decoders(e.logf)
-	err := follow(ctx, e, o.watchOptions, func(h flow.Hooks) watch.Source {
+	err := follow(ctx, e, o.Options, func(h flow.Hooks) watch.Source {
 		return &etcdkv.Source{
 			Config: o.etcd,
 			Watcher: etcdkv.Watcher{
@@ -139,55 +140,4 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		return fmt.Errorf("--rev: %w", err)
 	}
 	return err
-}
-
-// mgmtFlags are key's flags for following an area of mgmt's World
-// (etcdkv.Mgmt).
-func mgmtFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "mgmt", Usage: "follow an area of mgmt's World: `AREA` exported, strings, scheduler or deploy (no KEY then)"},
-		&cli.StringFlag{Name: "mgmt-namespace", Value: "/_mgmt", Usage: "mgmt's namespace in etcd, `PREFIX`"},
-		&cli.StringFlag{Name: "kind", Usage: "--mgmt exported: resources of `KIND` only (file, svc, …)"},
-		&cli.StringFlag{Name: "name", Usage: "--mgmt exported: the resource named `NAME` only"},
-		&cli.StringFlag{Name: "from", Usage: "--mgmt exported: resources exported by `HOST` only"},
-		&cli.StringFlag{Name: "for", Usage: "--mgmt exported: what `HOST` collects: exported to it or to every host (*), narrowed by etcd"},
-	}
-}
-
-// parseMgmtOptions reads the mgmt flags; nil when --mgmt is not given.
-func parseMgmtOptions(c *cli.Context) (*etcdkv.Mgmt, error) {
-	area := c.String("mgmt")
-	selections := []string{"kind", "name", "from", "for"}
-	onlyExported := func() error {
-		for _, f := range selections {
-			if c.IsSet(f) {
-				return cmdline.Usagef("--%s: only with --mgmt exported", f)
-			}
-		}
-		return nil
-	}
-	if !c.IsSet("mgmt") {
-		return nil, onlyExported()
-	}
-	m, err := etcdkv.MgmtArea(area, c.String("mgmt-namespace"))
-	switch {
-	case errors.Is(err, etcdkv.ErrUnknownArea):
-		return nil, cmdline.Usagef("--mgmt: %v", err)
-	case err != nil:
-		return nil, cmdline.Usagef("--mgmt-namespace: %v", err)
-	}
-	if err := onlyExported(); area != "exported" && err != nil {
-		return nil, err
-	}
-	for _, f := range selections[:3] {
-		if c.IsSet(f) {
-			m.Select(f, c.String(f))
-		}
-	}
-	if c.IsSet("for") {
-		if err := m.CollectFor(c.String("for")); err != nil {
-			return nil, cmdline.Usagef("--for: %v", err)
-		}
-	}
-	return m, nil
 }

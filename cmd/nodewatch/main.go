@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/profile"
 )
@@ -32,7 +33,7 @@ func main() {
 	endProfiles := profile.Start(os.Getenv("NODEWATCH_CPUPROFILE"), os.Getenv("NODEWATCH_MEMPROFILE"), os.Stderr)
 	code := runEnv(ctx, &env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
-		reloads: hangups, oneProc: os.Getenv("GOMAXPROCS") == "",
+		reloads: hangups, oneProc: os.Getenv("GOMAXPROCS") == "" && fast.On(fast.OneProc),
 	}, os.Args[1:])
 	stop(nil)
 	endProfiles()

@@ -16,11 +16,12 @@ import (
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/state"
 	"github.com/nodewatch/nodewatch/internal/watch"
+	"github.com/nodewatch/nodewatch/internal/watchflags"
 )
 
 // nodesOptions are the flags of `nodewatch nodes` and `nodewatch node ID`.
 type nodesOptions struct {
-	*watchOptions
+	*watchflags.Options
 	conn   *connflags.CuratorConn
 	nodeID string        // "" for every node
 	health time.Duration // poll GetNodes this often; 0: no health
@@ -60,7 +61,7 @@ func nodeCommand(e *env) *cli.Command {
 // flags, and an action that takes the node ID (or "" for every node) from
 // nodeID, then parses and runs.
 func curatorCommand(e *env, c *cli.Command, nodeID func(*cli.Context) (string, error)) *cli.Command {
-	c.Flags = append(append(connflags.Curator(), healthFlags()...), watchFlags()...)
+	c.Flags = append(append(connflags.Curator(), healthFlags()...), watchflags.Flags()...)
 	c.Action = func(c *cli.Context) error {
 		id, err := nodeID(c)
 		if err != nil {
@@ -76,11 +77,11 @@ func curatorCommand(e *env, c *cli.Command, nodeID func(*cli.Context) (string, e
 }
 
 func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, error) {
-	w, err := parseWatchOptions(c, "", "")
+	w, err := watchflags.Parse(c, "", "")
 	if err != nil {
 		return nil, err
 	}
-	o := &nodesOptions{watchOptions: w, nodeID: nodeID}
+	o := &nodesOptions{Options: w, nodeID: nodeID}
 	if o.conn, err = connflags.ParseCurator(c, e.conn()); err != nil {
 		return nil, err
 	}
@@ -89,27 +90,27 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 			return nil, cmdline.Usagef("--health-interval: must be positive, got %v", o.health)
 		}
 	}
-	o.follows = append([]state.Field{
+	o.Follows = append([]state.Field{
 		{Name: "command", Value: c.Command.Name}, {Name: "--curator", Value: strings.Join(o.conn.Endpoints, ",")},
 		{Name: "ID", Value: nodeID}, {Name: "--health", Value: strconv.FormatBool(c.Bool("health"))},
-	}, o.follows...)
+	}, o.Follows...)
 	o.List, o.Confirms = nodeID == "", "connection"
-	o.allProcs = o.Once && nodeID == ""
-	o.target = "curator at " + strings.Join(o.conn.Endpoints, ",")
-	o.what = "node " + nodeID
+	o.AllProcs = o.Once && nodeID == ""
+	o.Target = "curator at " + strings.Join(o.conn.Endpoints, ",")
+	o.What = "node " + nodeID
 	o.Output.Summary = curator.Summary
 	return o, nil
 }
 
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
-	return o.conn.Explain(follow(ctx, e, o.watchOptions, func(h flow.Hooks) watch.Source {
+	return o.conn.Explain(follow(ctx, e, o.Options, func(h flow.Hooks) watch.Source {
 		return &client.Client{
 			Endpoints:   o.conn.Endpoints,
 			TLS:         o.conn.TLS,
 			NodeID:      o.nodeID,
 			Logf:        e.logf,
 			Listed:      h.Listed,
-			DialTimeout: o.dialTimeout,
+			DialTimeout: o.DialTimeout,
 
 			HealthInterval: o.health,
 			Keepalive:      o.conn.Keepalive,

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/quietio"
 )
 
@@ -19,10 +20,12 @@ import (
 // again makes a new open file: O_NONBLOCK on it is nodewatch's alone,
 // and whoever else shares stdout (the shell, a subshell writing after
 // nodewatch) keeps a blocking pipe. Anything else, or a pipe that cannot
-// be opened again (no /proc), is returned as it is.
+// be opened again (no /proc), is returned as it is; so is every writer
+// with the Pipe fast path off. With RawIO off, the pipe is reopened and
+// grown, but written as an os.File.
 func Output(w io.Writer) (io.Writer, func()) {
 	f, ok := w.(*os.File)
-	if !ok || !quietio.Supported {
+	if !ok || !fast.On(fast.Pipe) {
 		return w, func() {}
 	}
 	fi, err := f.Stat()
@@ -52,6 +55,9 @@ func Output(w io.Writer) (io.Writer, func()) {
 	// A non-blocking descriptor is registered with the runtime's poller,
 	// which the writer waits in when the pipe is full.
 	pf := os.NewFile(uintptr(own), f.Name())
+	if !quietio.Supported || !fast.On(fast.RawIO) {
+		return pf, func() { pf.Close() } // written as any Go program writes a file
+	}
 	prc, err := pf.SyscallConn()
 	if err != nil {
 		pf.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
@@ -31,9 +32,11 @@ var ErrNodeWire = errors.New("malformed Node message")
 // and leaves anything else (and any value Object refuses) to
 // proto.Unmarshal and Object.
 func ObjectOfWire(wire []byte) (id string, obj *jsondoc.Doc, err error) {
-	var scratch [scratchSize]byte
-	if b, id, ok := appendNodeWire(scratch[:0], wire); ok {
-		return id, jsondoc.New(bytes.Clone(b)), nil
+	if fast.On(fast.NodeWire) {
+		var scratch [scratchSize]byte
+		if b, id, ok := appendNodeWire(scratch[:0], wire); ok {
+			return id, jsondoc.New(bytes.Clone(b)), nil
+		}
 	}
 	n := &apipb.Node{}
 	if err := proto.Unmarshal(wire, n); err != nil {

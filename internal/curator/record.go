@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
@@ -53,6 +54,9 @@ func DecodeRecord(id string, value []byte) (*apipb.Node, error) {
 // as protojson writes it; a node protojson refuses (a string of invalid
 // UTF-8, a timestamp out of range) is handed to protojson for its error.
 func EncodeRecord(n *apipb.Node) ([]byte, error) {
+	if !fast.On(fast.NodeWire) {
+		return encodeProtojson(n)
+	}
 	var scratch [scratchSize]byte
 	if b, ok := appendNode(scratch[:0], n); ok {
 		return bytes.Clone(b), nil

@@ -81,7 +81,7 @@ func (r *WatchResponse) receive(data mem.BufferSlice) error {
 	for _, b := range data {
 		r.buf = append(r.buf, b.ReadOnlyData()...)
 	}
-	return r.decode(r.buf)
+	return r.decodeAny(r.buf)
 }
 
 // maxKeptBuffer is the largest buffer a stream keeps for the next
@@ -130,7 +130,7 @@ func (r *RangeResponse) receive(data mem.BufferSlice) error {
 	for _, b := range data {
 		r.buf = append(r.buf, b.ReadOnlyData()...)
 	}
-	return r.decode(r.buf)
+	return r.decodeAny(r.buf)
 }
 
 var errWire = errors.New("etcd response: malformed protobuf")

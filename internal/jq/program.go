@@ -14,6 +14,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
@@ -108,7 +109,10 @@ func Compile(name, expr string, vars Vars) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 	}
-	p := &Program{name: name, code: code, fast: compileFast(q), values: vars.values, timeout: DefaultEvalTimeout}
+	p := &Program{name: name, code: code, values: vars.values, timeout: DefaultEvalTimeout}
+	if fast.On(fast.JQ) {
+		p.fast = compileFast(q)
+	}
 	if name, ok := firstName(p.fast); ok {
 		if r, ok := rebase(p.fast, name); ok {
 			p.rebased, p.rebasedOn = r, name

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+
+	"github.com/nodewatch/nodewatch/internal/fast"
 )
 
 // Doc is a JSON value kept as its compact encoding. Its tree (what jq
@@ -101,6 +103,9 @@ func (d *Doc) Share() *Doc {
 // Of a Doc that its maker shares (Share), each holder calls Free once:
 // the last call frees it.
 func Free(v any) {
+	if !fast.On(fast.Pool) {
+		return // the garbage collector's, as every Doc is without a pool
+	}
 	d, ok := v.(*Doc)
 	if !ok || d.holds.Load() == 0 || d.holds.Add(-1) > 0 {
 		return

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"github.com/nodewatch/nodewatch/internal/fast"
 )
 
 // Conn returns c read through raw calls, or c itself where that cannot
@@ -23,7 +25,7 @@ func Conn(c net.Conn) net.Conn {
 	case *net.UnixConn:
 		sc = c
 	}
-	if sc == nil || !Supported {
+	if sc == nil || !Supported || !fast.On(fast.RawIO) {
 		return c
 	}
 	rc, err := sc.SyscallConn()

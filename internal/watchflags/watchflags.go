@@ -1,0 +1,224 @@
+// Package watchflags is the command line of a watch: the flags every
+// watching command (key, nodes, node) shares — what to print and how,
+// when to stop, what to run instead of printing, where to record and
+// resume — and their parsing into watch.Options, checked before anything
+// connects. It exists so that the commands share one table and one
+// parser, as connflags is theirs for connections. Every error of parsing
+// is a usage error (cmdline.Usagef) that names the flag.
+package watchflags
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/handler"
+	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/state"
+	"github.com/nodewatch/nodewatch/internal/stream"
+	"github.com/nodewatch/nodewatch/internal/watch"
+)
+
+// Flags are the flags every watching command shares: what to print, how,
+// and when to stop.
+func Flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "filter", Usage: "jq `EXPR`: print only objects for which it is true"},
+		&cli.StringFlag{Name: "equals", Usage: "jq `EXPR`: two states are equal (no `updated`) when it gives the same outputs for both"},
+		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
+		&cli.StringFlag{Name: "each", Usage: "jq `EXPR` over each object: exit 0 once every object (at least one) satisfies it"},
+		&cli.IntFlag{Name: "at-least", Usage: "with --each: exit 0 once at least `N` objects satisfy it (not necessarily all)"},
+		&cli.StringFlag{Name: "report", Usage: "when the run ends without its goal, also write the report as JSON to `FILE`", TakesFile: true},
+		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
+		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
+		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
+		&cli.BoolFlag{Name: "once", Usage: "print the initial state, then exit 0"},
+		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
+		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--each/--count was not met"},
+		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
+		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
+		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
+		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
+		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
+		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
+		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since (cause \"resume\")", TakesFile: true},
+		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
+	}
+}
+
+// Options are the parsed Flags: the run's options, and what the command
+// around the run takes from the flags or adds.
+type Options struct {
+	watch.Options
+	// DialTimeout is --dial-timeout, for the command's source.
+	DialTimeout time.Duration
+	// Handler runs --exec's command; nil when the run prints.
+	Handler *handler.Handler
+	// Target names what is watched in messages, e.g. "curator at a,b";
+	// What the object of a one-object watch ("node metropolis-…"). The
+	// command sets both.
+	Target, What string
+	// AllProcs: the run uses every P, not one (watch.Options.OneProc):
+	// nodes --once, whose listing is converted on every P. The command
+	// sets it.
+	AllProcs bool
+	// Follows says what a --state file follows: the command puts its
+	// fields before the expressions' that Parse sets.
+	Follows []state.Field
+
+	reportFile string // --report
+	stateFile  string // --state
+}
+
+// Parse reads Flags from c. equalsField, when --equals is not given, is
+// the member of the objects whose bytes decide whether two states are the
+// same ("" compares whole objects; see watch.Options.EqualsField);
+// alsoFilter, a jq expression the command adds to the user's --filter
+// ("" for none), must hold too.
+func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
+	o := &Options{Options: watch.Options{
+		Strict: c.Bool("strict"), Once: c.Bool("once"), Count: c.Int("count"), Timeout: c.Duration("timeout"),
+		ChangesOnly: c.Bool("changes-only"), Heartbeat: c.Duration("heartbeat"),
+	}, DialTimeout: c.Duration("dial-timeout")}
+	o.Output.Timestamps = c.Bool("timestamps")
+	if o.Heartbeat < 0 || (c.IsSet("heartbeat") && o.Heartbeat < 100*time.Millisecond) {
+		return nil, cmdline.Usagef("--heartbeat: must be at least 100ms, got %v", o.Heartbeat)
+	}
+	var err error
+	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
+		return nil, cmdline.Usagef("--output: %v", err)
+	}
+	if o.Count < 0 {
+		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
+	}
+	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
+	if o.reportFile != "" {
+		// Found unwritable at the end, it would take the exit code the
+		// wait earned: try its directory now.
+		f, err := os.CreateTemp(filepath.Dir(o.reportFile), ".nodewatch-report-*")
+		if err != nil {
+			return nil, cmdline.Usagef("--report %s: cannot write there: %v", o.reportFile, errors.Unwrap(err))
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	switch {
+	case c.IsSet("at-least") && c.String("each") == "":
+		return nil, cmdline.Usagef("--at-least: only with --each")
+	case o.AtLeast < 0 || c.IsSet("at-least") && o.AtLeast == 0:
+		return nil, cmdline.Usagef("--at-least: must be at least 1, got %d", o.AtLeast)
+	}
+	if o.Timeout < 0 || o.DialTimeout <= 0 {
+		return nil, cmdline.Usagef("--timeout and --dial-timeout must be positive")
+	}
+	if err := o.parseExec(c); err != nil {
+		return nil, err
+	}
+	o.stateFile = c.String("state")
+	if c.IsSet("state") && o.stateFile == "" {
+		return nil, cmdline.Usagef("--state: want a FILE")
+	}
+	vars, err := cmdline.JQVars(c)
+	if err != nil {
+		return nil, cmdline.Usage(err)
+	}
+	equals, follows := c.String("equals"), c.String("equals")
+	if !c.IsSet("equals") {
+		o.EqualsField = equalsField
+		if equalsField != "" {
+			follows = "." + equalsField // what the default was called
+		}
+	}
+	o.Follows = []state.Field{
+		{Name: "--filter", Value: c.String("filter")}, {Name: "--equals", Value: follows},
+		{Name: "--arg", Value: strings.Join(c.StringSlice("arg"), " ")}, {Name: "--argjson", Value: strings.Join(c.StringSlice("argjson"), " ")},
+	}
+	for _, p := range []struct {
+		flag, expr string
+		dst        **jq.Program
+	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}, {"--each", c.String("each"), &o.Each}} {
+		if p.expr == "" {
+			continue
+		}
+		prog, err := jq.Compile(p.flag, p.expr, vars)
+		if err != nil {
+			return nil, cmdline.Usage(err)
+		}
+		*p.dst = prog
+	}
+	if alsoFilter != "" {
+		expr := alsoFilter
+		if user := c.String("filter"); user != "" {
+			// The user's expression compiled alone above: errors name its
+			// own positions. The command's comes first, so that objects it
+			// excludes never reach the user's (which may expect its
+			// shape); the newline ends a comment the user's may end with.
+			expr = "(" + alsoFilter + ") and (" + user + "\n)"
+		}
+		prog, err := jq.Compile("--filter", expr, vars)
+		if err != nil {
+			return nil, cmdline.Usage(err)
+		}
+		o.Filter = prog
+	}
+	return o, nil
+}
+
+// parseExec reads --exec and the flags that go with it.
+func (o *Options) parseExec(c *cli.Context) error {
+	if !c.IsSet("exec") {
+		for _, f := range []string{"exec-retries", "exec-timeout"} {
+			if c.IsSet(f) {
+				return cmdline.Usagef("--%s: only with --exec", f)
+			}
+		}
+		return nil
+	}
+	h := &handler.Handler{Command: c.String("exec"), Timeout: c.Duration("exec-timeout")}
+	o.ExecRetries = c.Int("exec-retries")
+	switch {
+	case strings.TrimSpace(h.Command) == "":
+		return cmdline.Usagef("--exec: want a command")
+	case o.Output.Format != stream.JSON:
+		return cmdline.Usagef("--exec: the handler reads NDJSON; --output %s is not for it", c.String("output"))
+	case o.Heartbeat > 0:
+		return cmdline.Usagef("--heartbeat: not with --exec, which runs the handler only when there is something to deliver")
+	case o.ExecRetries < 0:
+		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
+	case h.Timeout < 0:
+		return cmdline.Usagef("--exec-timeout: must not be negative, got %v", h.Timeout)
+	}
+	o.Handler = h
+	// A signal reaches a running handler, which gets its grace period.
+	o.WriteGrace = handler.DefaultGrace + time.Second
+	return nil
+}
+
+// OpenState opens --state and sets the run up to record into it, and to
+// resume from what it recorded; nil without --state. The caller closes
+// it once the run has ended.
+func (o *Options) OpenState() (*state.Store, error) {
+	if o.stateFile == "" {
+		return nil, nil
+	}
+	st, err := state.Open(o.stateFile, o.Follows)
+	if err != nil {
+		return nil, cmdline.Usage(err)
+	}
+	if st.Resumed() {
+		view, err := st.View()
+		if err != nil {
+			st.Close()
+			return nil, cmdline.Usage(err)
+		}
+		o.Resume = &watch.Resume{View: view, Batch: st.Batch()}
+	}
+	o.State = st
+	return st, nil
+}
