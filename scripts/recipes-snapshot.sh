@@ -305,14 +305,15 @@ rec() {
 
 # README blocks -------------------------------------------------------------
 
-# readme_blocks: every ```sh block of README.md as "heading<TAB>index<TAB>line" lines.
+# readme_blocks: every ```sh block of README.md, then of docs/security.md (where the
+# TLS recipes live), as "heading<TAB>index<TAB>line" lines.
 readme_lines() {
 	awk '
 		/^```sh$/ && !inblock { inblock = 1; n[h]++; next }
 		/^```/ && inblock { inblock = 0; next }
 		inblock { print h "\t" n[h] "\t" $0; next }
 		/^#+ / { h = $0 }
-	' "$root/README.md"
+	' "$root/README.md" "$root/docs/security.md"
 }
 
 # readme_block HEADING N: the Nth ```sh block under HEADING (e.g. "## Recipes").
@@ -820,9 +821,9 @@ etxn /app/config '{"feature":"on"}' /app/limits '{"max":10}' /other/secret s3cr3
 TLS_ETCD=$ETCD
 TLS_EP="127.0.0.1:$ETCD_PORT"
 
-SEC="### etcd with TLS and auth"
-MC="### A Metropolis cluster, with metroctl's credentials"
-SM="### serve with mTLS"
+SEC="## etcd with TLS and auth"
+MC="## A Metropolis cluster, with metroctl's credentials"
+SM="## serve with mTLS"
 
 # etcd with TLS and auth, 1: the password prompt needs a terminal; there is none here
 # (what nodewatch says then is recorded). Both endpoints are the TLS etcd; --once.

@@ -14,7 +14,7 @@ import (
 // stdout, and turns how it ended into the command's result (see
 // exit.go). source is given what the run offers it (the filter to ask
 // early, the progress meter's count), once the run is set up.
-func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow.Hooks) watch.Source) error {
+func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow.Hooks) (watch.Source, watch.Lister)) error {
 	// A long listing shows its progress on a terminal stderr; every other
 	// write to it (log lines, and stdout when it is the same terminal)
 	// erases that line first. Sources log through e, so they too.
@@ -45,7 +45,9 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 	if st != nil {
 		defer st.Close()
 	}
-	res, err := watch.Run(ctx, source(o.Hooks()), out, o.Options)
+	var src watch.Source
+	src, o.Lister = source(o.Hooks())
+	res, err := watch.Run(ctx, src, out, o.Options)
 	if res.Report != nil {
 		if rerr := o.Report(res, e.logf); rerr != nil {
 			return rerr

@@ -118,8 +118,8 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 	// The listings' decoding and the watch events' (by what changed since
 	// a key's last event) report a key that no rule matches once.
 	decode, decodeFrom := o.rules.Decoders(e.logf)
-	err := follow(ctx, e, o.Options, func(h flow.Hooks) watch.Source {
-		return &etcdkv.Source{
+	err := follow(ctx, e, o.Options, func(h flow.Hooks) (watch.Source, watch.Lister) {
+		src := &etcdkv.Source{
 			Config: o.etcd,
 			Watcher: etcdkv.Watcher{
 				Key:        o.key,
@@ -135,6 +135,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 				ConfirmEvery: o.Heartbeat / 2,
 			},
 		}
+		return src, src // etcd lists a prefix page by page (--once)
 	})
 	if errors.Is(err, etcdkv.ErrStartRev) {
 		return fmt.Errorf("--rev: %w", err)

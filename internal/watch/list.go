@@ -8,9 +8,9 @@ import (
 	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
-// Lister is a Source that can also read its state once, without
+// Lister is a source that can also read its state once, without
 // watching, and hand it over page by page in ascending id order. Run uses
-// it for --once (without --until), so that a large listing is printed as
+// it (Options.Lister) for --once (without --until), so that a large listing is printed as
 // it arrives instead of being held whole: memory for one page, and the
 // first line out before the last page is in.
 type Lister interface {

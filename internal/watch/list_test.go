@@ -111,6 +111,7 @@ func TestListModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		src := &paged{pages: pages, rev: rev}
+		o.Lister = src
 		gres, err := runFor(t, context.Background(), src, &got, o)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -125,7 +126,7 @@ func TestListStops(t *testing.T) {
 	t.Run("pages out of order fail the run", func(t *testing.T) {
 		src := &paged{pages: [][]flow.Change{{put("b", 1)}, {put("a", 2)}}}
 		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), src, &out, Options{Once: true})
+		res, err := runFor(t, context.Background(), src, &out, Options{Lister: src, Once: true})
 		if res.Stop != Failed || err == nil || !strings.Contains(err.Error(), "out of order") {
 			t.Fatalf("Run = %+v, %v; want failed, out of order", res, err)
 		}
@@ -133,7 +134,7 @@ func TestListStops(t *testing.T) {
 	t.Run("the listing fails after a page", func(t *testing.T) {
 		src := &paged{pages: [][]flow.Change{{put("a", 1)}}, err: errors.New("boom")}
 		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), src, &out, Options{Once: true})
+		res, err := runFor(t, context.Background(), src, &out, Options{Lister: src, Once: true})
 		if res.Stop != Failed || err == nil || !res.Received || strings.Contains(out.String(), "batch_done") {
 			t.Fatalf("Run = %+v, %v, output %q; want failed without batch_done", res, err, out.String())
 		}
@@ -141,7 +142,7 @@ func TestListStops(t *testing.T) {
 	t.Run("--count met on the first page reads no more", func(t *testing.T) {
 		src := &paged{pages: [][]flow.Change{{put("a", 1), put("b", 2)}, {put("c", 3)}}}
 		var out bytes.Buffer
-		res, err := runFor(t, context.Background(), src, &out, Options{Once: true, Count: 2})
+		res, err := runFor(t, context.Background(), src, &out, Options{Lister: src, Once: true, Count: 2})
 		if err != nil || res.Stop != GoalMet || res.Events != 2 || src.count != 1 {
 			t.Fatalf("Run = %+v, %v after %d pages; want the goal met after 2 events, 1 page", res, err, src.count)
 		}
@@ -151,14 +152,14 @@ func TestListStops(t *testing.T) {
 		defer cancel()
 		src := &paged{pages: [][]flow.Change{{put("a", 1)}, {put("b", 2)}}, stop: func(int) { cancel() }}
 		var out bytes.Buffer
-		res, err := runFor(t, ctx, src, &out, Options{Once: true})
+		res, err := runFor(t, ctx, src, &out, Options{Lister: src, Once: true})
 		if err != nil || res.Stop != Interrupted || src.count != 1 {
 			t.Fatalf("Run = %+v, %v after %d pages; want interrupted after 1", res, err, src.count)
 		}
 	})
 	t.Run("--until needs the view: no paging", func(t *testing.T) {
 		src := &paged{pages: [][]flow.Change{{put("a", 1)}}}
-		res, err := runFor(t, context.Background(), src, &bytes.Buffer{}, Options{Once: true, Until: compile(t, "--until", "true"), Timeout: testkit.Quiet})
+		res, err := runFor(t, context.Background(), src, &bytes.Buffer{}, Options{Lister: src, Once: true, Until: compile(t, "--until", "true"), Timeout: testkit.Quiet})
 		if err == nil || res.Stop != Failed || !strings.Contains(err.Error(), "must use List") {
 			t.Fatalf("Run = %+v, %v; want Run called (and failing)", res, err)
 		}

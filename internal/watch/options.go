@@ -112,6 +112,11 @@ type Options struct {
 	// too (measured with make bench-compare). The command sets it unless
 	// the user set GOMAXPROCS; tests leave their process alone.
 	OneProc bool
+
+	// Lister, if set, is the run's source as it reads its state once
+	// (usually the Source itself), handed in by whoever built the source:
+	// --once without a goal that needs the view prints it page by page.
+	Lister Lister
 }
 
 // Recorder records delivered batches (state.Store).

@@ -71,8 +71,8 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	defer wg.Wait()
 	defer cancel(nil) // runs before wg.Wait
 
-	lister, streaming := src.(Lister)
-	streaming = streaming && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
+	lister := o.Lister
+	streaming := lister != nil && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
 	q := handoff.New(0)
 	sink := &sink{Queue: q, m: o.Progress}
 	if o.Progress != nil {
