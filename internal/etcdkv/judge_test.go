@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
@@ -50,6 +51,9 @@ func (r *recorder) Put(b flow.Batch) {
 // does, as a run's does (the two share the filter), and frees what it
 // lets go of (in the race detector's builds, overwriting all of it).
 func TestWatcherJudges(t *testing.T) {
+	if !fast.On(fast.JQ) {
+		t.Skip("the jq fast path is off (NODEWATCH_FAST): Keeps decides nothing")
+	}
 	_, c := etcdtest.StartWith(t, "/j/k0", `{"state":"UP"}`)
 	ctx := context.Background()
 	resp, err := c.Get(ctx, "/j/k0")
