@@ -656,9 +656,15 @@ new_node() { # new_node ID ADDR: a NEW node (a copy of the first record, renamed
 		'.id = $id | .state = "NODE_STATE_NEW" | .status.external_address = $a | del(.roles.consensus_member)'
 }
 
-# Quick start, block 1, last line: waits (up to 1m) for five UP nodes; the fixture has
-# three; once the initial state is out, the other two come up, one after the other.
-act_qs_until() { wait_out '"batch_done"' && up_nodes '"batch":%d,%.0s' 2; }
+# Quick start, block 1, last line: waits (up to 1m) for four UP nodes; the fixture has
+# three; once the initial state is out, one more comes up, and the run ends.
+act_qs_until() {
+	wait_out '"batch_done"' || return
+	local id
+	id=$(node_ids '.state != "NODE_STATE_UP"' | head -1)
+	etxn "/nodes/$id" "$(node_value "$id" | jq -c '.state = "NODE_STATE_UP"')"
+	wait_out '"batch":2,'
+}
 in_fixture quickstart-1-until-five-up "$(readme_cmd "$QS" 1 'nodewatch nodes --until')" act_qs_until
 
 # Recipes 2: three nodes up and healthy; all five must be UP and HEALTHY (all(...)): once
@@ -904,10 +910,10 @@ recipe metroctl-3-none "$(adapt "$(readme_cmd "$MC" 1 "--metroctl-config ''")" \
 # "A node signed by another cluster's CA is refused".
 rec readme metroctl-other-cluster-ca -- nodes --curator "$TLS_SERVE" --metroctl-config "$tmp/other/metroctl" --once
 rec readme metroctl-plaintext-serve -- nodes --curator "$CURATOR" --once
-# Quick start, block 3 (a real cluster): the mTLS serve, with the cluster CA and me.pem.
-recipe quickstart-3-real-cluster "$(adapt "$(readme_cmd "$QS" 3 'nodewatch nodes')" \
-	"s#10.0.0.1:7835,10.0.0.2:7835#$TLS_SERVE,localhost:${TLS_SERVE#*:}#" 's#--cacert ca.pem#--cacert serve-ca.pem#' \
-	's/--key me.key$/--key me.key --once/')"
+# Quick start, block 2 (a real cluster): the mTLS serve, with metroctl's credentials
+# found by default (the home above), and --health; --once.
+recipe quickstart-2-real-cluster "$(adapt "$(readme_cmd "$QS" 2 'nodewatch nodes')" \
+	"s#10.0.0.1:7835,10.0.0.2:7835#$TLS_SERVE,localhost:${TLS_SERVE#*:}#" 's/-o text$/-o text --once/')"
 fixture_down fixture-2
 
 stop_proc serve-tls "$TLS_SERVE_PID" readme
