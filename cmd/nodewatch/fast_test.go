@@ -34,22 +34,7 @@ func TestFastOffIdentical(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(51, 7))
 	etcdtest.Put(t, c, "/fast/k0", `{"state":"UP","n":0}`)
-	value := func() string {
-		state := []string{"UP", "DOWN"}[rng.IntN(2)]
-		switch rng.IntN(10) {
-		case 0:
-			return "plain text, not JSON"
-		case 1:
-			return fmt.Sprintf(`{"state":%q,"big":"%s","n":%d}`, state, strings.Repeat("x", 1500+rng.IntN(600)), rng.IntN(3))
-		case 2:
-			return fmt.Sprintf(` { "state" : %q , "s" : "tab\there \u00e9 \"q\"", "a" : [1, 2.5e3, null, {"b": true}] } `, state)
-		case 3:
-			return fmt.Sprintf(`{"state":%q,"nested":{"m%d":{"deep":[%d]}}}`, state, rng.IntN(5), rng.IntN(9))
-		case 4:
-			return `["UP"]`
-		}
-		return fmt.Sprintf(`{"state":%q,"n":%d}`, state, rng.IntN(4))
-	}
+	value := func() string { return testkit.RandomValue(rng, 1500+rng.IntN(600), 20) }
 	for _, extra := range [][]string{
 		{},
 		{"--filter", `.value.state == "UP"`},

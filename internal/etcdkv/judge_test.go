@@ -62,32 +62,7 @@ func TestWatcherJudges(t *testing.T) {
 	}
 	start := resp.Header.Revision
 	rng := rand.New(rand.NewPCG(23, 5))
-	value := func() string {
-		state := []string{"UP", "DOWN"}[rng.IntN(2)]
-		switch rng.IntN(14) {
-		case 0:
-			return "not json {" // Undecodable
-		case 1:
-			return `["UP"]` // .value.state fails
-		case 2:
-			return `"UP"` // fails too
-		case 3:
-			return `{"state":null}`
-		case 4:
-			return fmt.Sprintf(` { "state" : %q } `, state) // compacted
-		case 7:
-			// More members than a Doc holds the Index of in itself.
-			var b strings.Builder
-			fmt.Fprintf(&b, `{"state":%q`, state)
-			for m := range jsondoc.InlineIndex + 4 {
-				fmt.Fprintf(&b, `,"m%d":%d`, m, rng.IntN(2))
-			}
-			return b.String() + "}"
-		case 5, 6:
-			return fmt.Sprintf(`{"state":%q,"n":%d,"big":"%s"}`, state, rng.IntN(2), strings.Repeat("x", fromMin))
-		}
-		return fmt.Sprintf(`{"state":%q,"n":%d}`, state, rng.IntN(2))
-	}
+	value := func() string { return testkit.RandomValue(rng, fromMin, jsondoc.InlineIndex+4) }
 	var last int64
 	for range 300 {
 		var ops []clientv3.Op
