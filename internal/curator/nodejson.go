@@ -4,26 +4,31 @@ import (
 	"encoding/base64"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
-// A node's JSON is written here by hand, field by field, rather than by
-// protojson, whose reflection was most of the CPU of listing 100,000
-// nodes (nodes --once). The bytes are protojson's exactly, compacted:
-// jsondoc.CompactValid(protojson.MarshalOptions{UseProtoNames: true}.
-// Marshal(n)). TestNodeJSONModel checks that against protojson on random
-// nodes made from the message descriptors, every field set or not, so a
-// field added to the .proto (and regenerated) without a line here fails
-// it. Unknown fields are left out, as protojson leaves them out, so a
-// node from a newer Curator needs no other path.
+// A node's JSON is written here rather than by protojson, whose
+// reflection was most of the CPU of listing 100,000 nodes (nodes --once):
+// from a table of the messages' fields (nodeSchema, made from the
+// descriptors), which appendNode follows through the generated structs
+// and appendNodeWire (nodewire.go) through the binary encoding. The bytes
+// are protojson's exactly, compacted: jsondoc.CompactValid(protojson.
+// MarshalOptions{UseProtoNames: true}.Marshal(n)). TestNodeJSONModel
+// checks that against protojson on random nodes made from the message
+// descriptors, every field set or not; a field added to the .proto (and
+// regenerated) is in the table and written without a line here, and one
+// of a kind not written here (newField) sets nodeSchemaErr, which the
+// tests fail on. Unknown fields are left out, as protojson leaves them
+// out, so a node from a newer Curator needs no other path.
 //
-// protojson's rules, as it applies them to these messages (proto3, no
-// oneofs, no maps, no optional scalars):
-//   - members in field-number order (declaration order, which is the
-//     same here), named by the proto name;
+// protojson's rules, as it applies them to the kinds of field the table
+// holds (proto3; no oneofs, maps or optional scalars):
+//   - members in field-number order, named by the proto name;
 //   - a scalar only if it is not its zero value, a message only if it is
 //     set (an empty one is {}), a repeated field only if it has elements;
 //   - enums by name, or as a JSON number when the value has no name;
@@ -39,10 +44,11 @@ import (
 // Where protojson fails, appendNode reports it and EncodeRecord asks
 // protojson, so that the error is protojson's own.
 //
-// Every append function takes the buffer and returns it, and takes ok and
-// returns it false once a value protojson refuses was met (what the buffer
-// holds then is of no use): no writer struct, whose buffer the functions
-// would store through a pointer, at the cost of GC write barriers.
+// Every append function takes the buffer and returns it, and those that
+// may meet a value protojson refuses return ok false then (what the
+// buffer holds is then of no use): no writer struct, whose buffer the
+// functions would store through a pointer, at the cost of GC write
+// barriers.
 
 // Timestamp's range, as protojson checks it.
 const (
@@ -53,29 +59,70 @@ const (
 // appendNode appends n's JSON to b, as protojson (proto names) writes it,
 // compacted; ok is false if protojson would fail on n.
 func appendNode(b []byte, n *apipb.Node) (_ []byte, ok bool) {
-	ok = true
+	if nodeSchemaErr != nil {
+		return b, false
+	}
+	return appendMessage(b, nodeSchema, unsafe.Pointer(n))
+}
+
+// appendMessage appends the message whose fields are m and whose
+// generated struct is at p; nil is written {}, as protojson writes a nil
+// element of a repeated field. It reads each field at its offset in the
+// struct, as the Go type newField has checked (a message is a pointer, a
+// repeated message a slice of pointers, an int64 is read as the uint64 of
+// its bits), as protobuf's own fast path does: no reflection and no
+// getters, which would cost more than the JSON.
+func appendMessage(b []byte, m *message, p unsafe.Pointer) (_ []byte, ok bool) {
 	b = append(b, '{')
-	if n != nil {
-		b, ok = appendStringField(b, `"id":`, n.Id, ok)
-		if n.Roles != nil {
-			b = appendName(b, `"roles":`)
-			b, ok = appendRoles(b, n.Roles, ok)
-		}
-		if n.Status != nil {
-			b = appendName(b, `"status":`)
-			b, ok = appendStatus(b, n.Status, ok)
-		}
-		if n.Clusternet != nil {
-			b = appendName(b, `"clusternet":`)
-			b, ok = appendClusternet(b, n.Clusternet, ok)
-		}
-		b = appendEnumField(b, `"state":`, int32(n.State), commonpb.NodeState_name)
-		if n.Labels != nil {
-			b = appendName(b, `"labels":`)
-			b, ok = appendLabels(b, n.Labels, ok)
+	if p == nil {
+		return append(b, '}'), true
+	}
+	for i := range m.fields {
+		f := &m.fields[i]
+		at := unsafe.Add(p, f.offset)
+		switch f.kind {
+		case kindString:
+			s := *(*string)(at)
+			if b, ok = appendStringMember(b, f.name, unsafe.Slice(unsafe.StringData(s), len(s))); !ok {
+				return b, false
+			}
+		case kindBytes:
+			b = appendBytesMember(b, f.name, *(*[]byte)(at))
+		case kindInt32, kindEnum:
+			if v := *(*int32)(at); v != 0 {
+				b = appendVarintMember(b, f, uint64(v))
+			}
+		case kindInt64, kindUint64:
+			if v := *(*uint64)(at); v != 0 {
+				b = appendVarintMember(b, f, v)
+			}
+		case kindMessage:
+			if !f.list {
+				if q := *(*unsafe.Pointer)(at); q != nil {
+					if b, ok = appendMessage(appendName(b, f.name), f.msg, q); !ok {
+						return b, false
+					}
+				}
+				continue
+			}
+			l := *(*[]unsafe.Pointer)(at)
+			for i, q := range l {
+				if b, ok = appendMessage(appendElement(b, i == 0, f.name), f.msg, q); !ok {
+					return b, false
+				}
+			}
+			if len(l) > 0 {
+				b = append(b, ']')
+			}
+		case kindTimestamp:
+			if t := *(**timestamppb.Timestamp)(at); t != nil {
+				if b, ok = appendTimestamp(appendName(b, f.name), t.Seconds, t.Nanos); !ok {
+					return b, false
+				}
+			}
 		}
 	}
-	return append(b, '}'), ok
+	return append(b, '}'), true
 }
 
 // appendName starts a member: a comma unless it is the object's first,
@@ -88,218 +135,80 @@ func appendName(b []byte, quoted string) []byte {
 	return append(b, quoted...)
 }
 
-// appendString appends s as protojson quotes it; ok turns false if s is
-// not valid UTF-8.
-func appendString(b []byte, s string, ok bool) ([]byte, bool) {
-	return appendQuoted(b, s), ok && utf8.ValidString(s)
+// appendElement starts an element of a repeated field whose member starts
+// with quoted: the member's name and the '[' before the first, a comma
+// before the others.
+func appendElement(b []byte, first bool, quoted string) []byte {
+	if first {
+		return append(appendName(b, quoted), '[')
+	}
+	return append(b, ',')
 }
 
-// appendQuoted appends s in quotes, with ", \ and control characters
-// escaped as protojson escapes them, every other byte as it is.
-func appendQuoted[S ~string | ~[]byte](b []byte, s S) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
+// appendStringMember appends the member name: s, a string field's bytes
+// (a struct's string is read in place), if s is set; ok is false if s is
+// not valid UTF-8, which protojson refuses. It quotes s as protojson
+// does: ", \ and control characters escaped, every other byte as it is.
+// It checks the UTF-8 in the same pass, where a string has a byte beyond
+// ASCII.
+func appendStringMember(b []byte, name string, s []byte) (_ []byte, ok bool) {
+	if len(s) == 0 {
+		return b, true
+	}
+	b = append(appendName(b, name), '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= ' ' && c != '"' && c != '\\' {
-			continue
+	var or byte // every byte of s ORed: ASCII if below utf8.RuneSelf
+	for i, c := range s {
+		or |= c
+		if c < ' ' || c == '"' || c == '\\' {
+			b = jsondoc.AppendEscape(append(b, s[start:i]...), c)
+			start = i + 1
 		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), or < utf8.RuneSelf || utf8.Valid(s)
 }
 
-// appendStringField appends the member quoted: s, if s is set.
-func appendStringField(b []byte, quoted, s string, ok bool) ([]byte, bool) {
-	if s == "" {
-		return b, ok
-	}
-	return appendString(appendName(b, quoted), s, ok)
-}
-
-// appendBytesField appends the member quoted: p in base64, if p is set.
-func appendBytesField(b []byte, quoted string, p []byte) []byte {
+// appendBytesMember appends the member name: p in base64, if p is set.
+func appendBytesMember(b []byte, name string, p []byte) []byte {
 	if len(p) == 0 {
 		return b
 	}
-	b = append(appendName(b, quoted), '"')
+	b = append(appendName(b, name), '"')
 	b = base64.StdEncoding.AppendEncode(b, p)
 	return append(b, '"')
 }
 
-// appendInt64Field appends the member quoted: v as a quoted string, if v
-// is set.
-func appendInt64Field(b []byte, quoted string, v int64) []byte {
+// appendVarintMember appends f's member for v, the value of a field of an
+// integer or enum kind as the wire holds it (an int32 sign-extended), if
+// it is set: an int32 as a number, 64-bit integers as quoted decimals, an
+// enum by name or else as a number.
+func appendVarintMember(b []byte, f *field, v uint64) []byte {
+	if f.kind == kindInt32 || f.kind == kindEnum {
+		v = uint64(int32(v)) // as the generated code reads the wire
+	}
 	if v == 0 {
 		return b
 	}
-	b = append(appendName(b, quoted), '"')
-	b = strconv.AppendInt(b, v, 10)
-	return append(b, '"')
-}
-
-// appendUint64Field appends the member quoted: v as a quoted string, if v
-// is set.
-func appendUint64Field(b []byte, quoted string, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = append(appendName(b, quoted), '"')
-	b = strconv.AppendUint(b, v, 10)
-	return append(b, '"')
-}
-
-// appendInt32Field appends the member quoted: v as a number, if v is set.
-func appendInt32Field(b []byte, quoted string, v int32) []byte {
-	if v == 0 {
-		return b
-	}
-	return strconv.AppendInt(appendName(b, quoted), int64(v), 10)
-}
-
-// appendEnumField appends the member quoted: the name of v (from names,
-// the generated <Enum>_name map), or v as a number if it has none, if v
-// is set.
-func appendEnumField(b []byte, quoted string, v int32, names map[int32]string) []byte {
-	if v == 0 {
-		return b
-	}
-	b = appendName(b, quoted)
-	if s, ok := names[v]; ok {
-		b = append(b, '"')
-		b = append(b, s...) // enum names need no escaping
-		return append(b, '"')
+	b = appendName(b, f.name)
+	switch f.kind {
+	case kindInt64:
+		return append(strconv.AppendInt(append(b, '"'), int64(v), 10), '"')
+	case kindUint64:
+		return append(strconv.AppendUint(append(b, '"'), v, 10), '"')
+	case kindEnum:
+		if s, ok := f.enum[int32(v)]; ok {
+			return append(append(append(b, '"'), s...), '"') // enum names need no escaping
+		}
 	}
 	return strconv.AppendInt(b, int64(v), 10)
 }
 
-// The elements of repeated fields are read with the getters: protojson
-// writes a nil element as an empty object.
-
-func appendRoles(b []byte, r *commonpb.NodeRoles, ok bool) ([]byte, bool) {
-	b = append(b, '{')
-	if r.KubernetesWorker != nil {
-		b = appendName(b, `"kubernetes_worker":{}`) // no fields
-	}
-	if c := r.ConsensusMember; c != nil {
-		b = append(appendName(b, `"consensus_member":`), '{')
-		b = appendBytesField(b, `"ca_certificate":`, c.CaCertificate)
-		b = appendBytesField(b, `"peer_certificate":`, c.PeerCertificate)
-		b = appendBytesField(b, `"initial_crl":`, c.InitialCrl)
-		if len(c.Peers) > 0 {
-			b = appendName(b, `"peers":[`)
-			for i, p := range c.Peers {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, '{')
-				b, ok = appendStringField(b, `"name":`, p.GetName(), ok)
-				b, ok = appendStringField(b, `"url":`, p.GetUrl(), ok)
-				b = append(b, '}')
-			}
-			b = append(b, ']')
-		}
-		b = append(b, '}')
-	}
-	if r.KubernetesController != nil {
-		b = appendName(b, `"kubernetes_controller":{}`) // no fields
-	}
-	return append(b, '}'), ok
-}
-
-func appendStatus(b []byte, s *commonpb.NodeStatus, ok bool) ([]byte, bool) {
-	b = append(b, '{')
-	b, ok = appendStringField(b, `"external_address":`, s.ExternalAddress, ok)
-	if s.Timestamp != nil {
-		b = appendName(b, `"timestamp":`)
-		b, ok = appendTimestamp(b, s.Timestamp.GetSeconds(), s.Timestamp.GetNanos(), ok)
-	}
-	if s.RunningCurator != nil {
-		b = append(appendName(b, `"running_curator":`), '{')
-		b = appendInt32Field(b, `"port":`, s.RunningCurator.Port)
-		b = append(b, '}')
-	}
-	if v := s.Version; v != nil {
-		b = append(appendName(b, `"version":`), '{')
-		if r := v.Release; r != nil {
-			b = append(appendName(b, `"release":`), '{')
-			b = appendInt64Field(b, `"major":`, r.Major)
-			b = appendInt64Field(b, `"minor":`, r.Minor)
-			b = appendInt64Field(b, `"patch":`, r.Patch)
-			b = append(b, '}')
-		}
-		if g := v.GitInformation; g != nil {
-			b = append(appendName(b, `"git_information":`), '{')
-			b, ok = appendStringField(b, `"commit_hash":`, g.CommitHash, ok)
-			b = appendUint64Field(b, `"commits_since_release":`, g.CommitsSinceRelease)
-			b = appendEnumField(b, `"build_tree_state":`, int32(g.BuildTreeState), versionpb.Version_GitInformation_BuildTreeState_name)
-			b = append(b, '}')
-		}
-		b = append(b, '}')
-	}
-	b = appendBytesField(b, `"boot_id":`, s.BootId)
-	return append(b, '}'), ok
-}
-
-func appendClusternet(b []byte, c *commonpb.NodeClusterNetworking, ok bool) ([]byte, bool) {
-	b = append(b, '{')
-	b, ok = appendStringField(b, `"wireguard_pubkey":`, c.WireguardPubkey, ok)
-	if len(c.Prefixes) > 0 {
-		b = appendName(b, `"prefixes":[`)
-		for i, p := range c.Prefixes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '{')
-			b, ok = appendStringField(b, `"cidr":`, p.GetCidr(), ok)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}'), ok
-}
-
-func appendLabels(b []byte, l *commonpb.NodeLabels, ok bool) ([]byte, bool) {
-	b = append(b, '{')
-	if len(l.Pairs) > 0 {
-		b = appendName(b, `"pairs":[`)
-		for i, p := range l.Pairs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '{')
-			b, ok = appendStringField(b, `"key":`, p.GetKey(), ok)
-			b, ok = appendStringField(b, `"value":`, p.GetValue(), ok)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}'), ok
-}
-
 // appendTimestamp appends the google.protobuf.Timestamp of secs and nanos
 // as protojson writes it: "2006-01-02T15:04:05Z", with 3, 6 or 9
-// fractional digits if the nanos need them.
-func appendTimestamp(b []byte, secs int64, nanos int32, ok bool) ([]byte, bool) {
+// fractional digits if the nanos need them; ok is false outside the range
+// protojson writes.
+func appendTimestamp(b []byte, secs int64, nanos int32) (_ []byte, ok bool) {
 	if secs < minTimestampSeconds || secs > maxTimestampSeconds || nanos < 0 || nanos >= 1e9 {
 		return b, false
 	}
@@ -346,7 +255,7 @@ func appendTimestamp(b []byte, secs int64, nanos int32, ok bool) ([]byte, bool) 
 	default:
 		b = appendDigits(append(b, '.'), ns, 9)
 	}
-	return append(b, 'Z', '"'), ok
+	return append(b, 'Z', '"'), true
 }
 
 // appendDigits appends v ≥ 0 in n decimal digits, with leading zeros; v

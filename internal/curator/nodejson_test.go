@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -144,33 +143,13 @@ func TestNodeJSON(t *testing.T) {
 	}
 }
 
-// nodeJSONSeeds is how many random nodes TestNodeJSONModel checks;
-// NODEWATCH_NODEJSON_SEEDS=N checks N, NODEWATCH_NODEJSON_SEED=S only seed S.
-const nodeJSONSeeds = 5000
-
 // TestNodeJSONModel checks the hand-written encoder against protojson on
 // random nodes. The nodes are made by reflection from the descriptors,
 // every field of every message set or not at random, so a field added to
-// the schema is set here too, and fails the test until it is written.
+// the schema is set here too, and checked as the encoder writes it (or
+// fails the test if its table, nodeSchema, refuses its kind).
 func TestNodeJSONModel(t *testing.T) {
-	first, n := uint64(0), uint64(nodeJSONSeeds)
-	if s := os.Getenv("NODEWATCH_NODEJSON_SEEDS"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("NODEWATCH_NODEJSON_SEEDS: %v", err)
-		}
-		n = v
-	}
-	if testing.Short() {
-		n = 2000
-	}
-	if s := os.Getenv("NODEWATCH_NODEJSON_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("NODEWATCH_NODEJSON_SEED: %v", err)
-		}
-		first, n = v, v+1
-	}
+	first, n := modelSeeds(t)
 	failures := 0
 	for seed := first; seed < n; seed++ {
 		g := &nodeGen{rng: rand.New(rand.NewPCG(seed, 0x6e6f64656a736f6e))}

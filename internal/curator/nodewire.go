@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
-	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
-	"github.com/nodewatch/nodewatch/internal/curator/versionpb"
 	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
@@ -57,8 +54,7 @@ type wireField struct {
 
 // A wireMessage steps through the fields of one message in the encoding
 // appendNodeWire reads: numbers rising, only a repeated field's number
-// repeated, and that only in a run. In these messages a repeated field
-// has the highest number, so its array ends with the message.
+// repeated, and that only in a run.
 type wireMessage struct {
 	w    []byte
 	last protowire.Number // the number of the field before
@@ -92,96 +88,72 @@ func (m *wireMessage) next(f *wireField) (more, bad bool) {
 	return true, false
 }
 
-// appendElement starts an element of a repeated field: its name (quoted,
-// with the '[') before the first, a comma before the others.
-func appendElement(b []byte, first bool, quoted string) []byte {
-	if first {
-		return appendName(b, quoted)
-	}
-	return append(b, ',')
-}
-
 // appendNodeWire appends the JSON of the Node whose encoding is w, as
 // appendNode writes it, and returns the node's id; ok is false if w is
 // not in the plain encoding (see ObjectOfWire) or appendNode would fail.
 func appendNodeWire(b, w []byte) (_ []byte, id string, ok bool) {
+	if nodeSchemaErr != nil {
+		return b, "", false
+	}
+	if b, ok = appendMessageWire(b, w, nodeSchema); !ok {
+		return b, "", false
+	}
+	// In the plain encoding the id (apipb.Node's field 1) is the first
+	// field if it is set, and valid UTF-8 now.
+	if num, typ, n := protowire.ConsumeTag(w); num == 1 && typ == protowire.BytesType {
+		p, _ := protowire.ConsumeBytes(w[n:])
+		id = string(p)
+	}
+	return b, id, true
+}
+
+// appendMessageWire appends the message whose encoding is w and whose
+// fields are m, as appendMessage writes it from the struct; ok is false
+// where appendNodeWire must leave the node to proto.Unmarshal: a field
+// not in m (unknown fields are only proto.Unmarshal's to skip), one of
+// another wire type, a singular field given twice, a repeated one given
+// apart.
+func appendMessageWire(b, w []byte, m *message) (_ []byte, ok bool) {
 	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
+	r := wireMessage{w: w}
+	var wf wireField
+	i := 0        // m.fields[i] is the field of wf.num, if m has one: numbers rise
+	list := false // in the array of a repeated field
 	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), id, !bad
+		more, bad := r.next(&wf)
+		if list && (!more || wf.first) {
+			b, list = append(b, ']'), false
 		}
-		ok := f.first
-		switch {
-		case !ok:
-		case f.num == 1 && f.typ == protowire.BytesType:
-			if ok = utf8.Valid(f.p); ok && len(f.p) > 0 {
-				id = string(f.p)
-				b = appendQuoted(appendName(b, `"id":`), id)
+		if !more {
+			return append(b, '}'), !bad
+		}
+		for i < len(m.fields) && m.fields[i].num < wf.num {
+			i++
+		}
+		if i == len(m.fields) {
+			return b, false
+		}
+		f := &m.fields[i]
+		if f.num != wf.num || f.wireType != wf.typ || !wf.first && !f.list {
+			return b, false
+		}
+		ok = true
+		switch f.kind {
+		case kindString:
+			b, ok = appendStringMember(b, f.name, wf.p)
+		case kindBytes:
+			b = appendBytesMember(b, f.name, wf.p)
+		case kindInt32, kindInt64, kindUint64, kindEnum:
+			b = appendVarintMember(b, f, wf.v)
+		case kindMessage:
+			if f.list {
+				b, list = appendElement(b, wf.first, f.name), true
+			} else {
+				b = appendName(b, f.name)
 			}
-		case f.num == 2 && f.typ == protowire.BytesType:
-			b, ok = appendRolesWire(appendName(b, `"roles":`), f.p)
-		case f.num == 3 && f.typ == protowire.BytesType:
-			b, ok = appendStatusWire(appendName(b, `"status":`), f.p)
-		case f.num == 4 && f.typ == protowire.BytesType:
-			b, ok = appendClusternetWire(appendName(b, `"clusternet":`), f.p)
-		case f.num == 5 && f.typ == protowire.VarintType:
-			b = appendEnumField(b, `"state":`, int32(f.v), commonpb.NodeState_name)
-		case f.num == 6 && f.typ == protowire.BytesType:
-			b, ok = appendLabelsWire(appendName(b, `"labels":`), f.p)
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, "", false
-		}
-	}
-}
-
-// The functions below each append one message from its encoding w, and
-// report false where appendNodeWire must leave the node to proto.Unmarshal.
-
-// appendStringWire appends the member quoted: p, a string field's bytes,
-// if p is set.
-func appendStringWire(b []byte, quoted string, p []byte) ([]byte, bool) {
-	if !utf8.Valid(p) {
-		return b, false
-	}
-	if len(p) == 0 {
-		return b, true
-	}
-	return appendQuoted(appendName(b, quoted), p), true
-}
-
-// appendEmptyWire appends {} for an empty message: one without fields,
-// whose encoding w must be empty (unknown fields are left to
-// proto.Unmarshal).
-func appendEmptyWire(b, w []byte) ([]byte, bool) {
-	return append(b, '{', '}'), len(w) == 0
-}
-
-func appendRolesWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		ok := f.first && f.typ == protowire.BytesType
-		switch {
-		case !ok:
-		case f.num == 1:
-			b, ok = appendEmptyWire(appendName(b, `"kubernetes_worker":`), f.p)
-		case f.num == 2:
-			b, ok = appendConsensusWire(appendName(b, `"consensus_member":`), f.p)
-		case f.num == 3:
-			b, ok = appendEmptyWire(appendName(b, `"kubernetes_controller":`), f.p)
-		default:
-			ok = false
+			b, ok = appendMessageWire(b, wf.p, f.msg)
+		case kindTimestamp:
+			b, ok = appendTimestampWire(appendName(b, f.name), wf.p)
 		}
 		if !ok {
 			return b, false
@@ -189,98 +161,8 @@ func appendRolesWire(b, w []byte) ([]byte, bool) {
 	}
 }
 
-func appendConsensusWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	list := false // in the array of the repeated field
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			if list {
-				b = append(b, ']')
-			}
-			return append(b, '}'), !bad
-		}
-		ok := f.typ == protowire.BytesType && (f.first || f.num == 4)
-		switch {
-		case !ok:
-		case f.num == 1:
-			b = appendBytesField(b, `"ca_certificate":`, f.p)
-		case f.num == 2:
-			b = appendBytesField(b, `"peer_certificate":`, f.p)
-		case f.num == 3:
-			b = appendBytesField(b, `"initial_crl":`, f.p)
-		case f.num == 4:
-			b, ok = appendPairWire(appendElement(b, f.first, `"peers":[`), f.p, `"name":`, `"url":`)
-			list = true
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
-// appendPairWire appends a message of two string fields, 1 and 2, whose
-// quoted names are name1 and name2 (a label's pair, a consensus peer).
-func appendPairWire(b, w []byte, name1, name2 string) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		ok := f.first && f.typ == protowire.BytesType
-		switch {
-		case !ok:
-		case f.num == 1:
-			b, ok = appendStringWire(b, name1, f.p)
-		case f.num == 2:
-			b, ok = appendStringWire(b, name2, f.p)
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
-func appendStatusWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		ok := f.first && f.typ == protowire.BytesType
-		switch {
-		case !ok:
-		case f.num == 1:
-			b, ok = appendStringWire(b, `"external_address":`, f.p)
-		case f.num == 2:
-			b, ok = appendTimestampWire(appendName(b, `"timestamp":`), f.p)
-		case f.num == 3:
-			b, ok = appendRunningCuratorWire(appendName(b, `"running_curator":`), f.p)
-		case f.num == 4:
-			b, ok = appendVersionWire(appendName(b, `"version":`), f.p)
-		case f.num == 5:
-			b = appendBytesField(b, `"boot_id":`, f.p)
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
+// appendTimestampWire appends the google.protobuf.Timestamp whose
+// encoding is w (seconds, field 1, and nanos, field 2).
 func appendTimestampWire(b, w []byte) ([]byte, bool) {
 	var secs int64
 	var nanos int32
@@ -292,7 +174,7 @@ func appendTimestampWire(b, w []byte) ([]byte, bool) {
 			if bad {
 				return b, false
 			}
-			return appendTimestamp(b, secs, nanos, true)
+			return appendTimestamp(b, secs, nanos)
 		}
 		switch {
 		case !f.first || f.typ != protowire.VarintType:
@@ -304,172 +186,5 @@ func appendTimestampWire(b, w []byte) ([]byte, bool) {
 		default:
 			return b, false
 		}
-	}
-}
-
-func appendRunningCuratorWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		if !f.first || f.typ != protowire.VarintType || f.num != 1 {
-			return b, false
-		}
-		b = appendInt32Field(b, `"port":`, int32(f.v))
-	}
-}
-
-func appendVersionWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		ok := f.first && f.typ == protowire.BytesType
-		switch {
-		case !ok:
-		case f.num == 1:
-			b, ok = appendReleaseWire(appendName(b, `"release":`), f.p)
-		case f.num == 2:
-			b, ok = appendGitWire(appendName(b, `"git_information":`), f.p)
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
-func appendReleaseWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		if !f.first || f.typ != protowire.VarintType {
-			return b, false
-		}
-		switch f.num {
-		case 1:
-			b = appendInt64Field(b, `"major":`, int64(f.v))
-		case 2:
-			b = appendInt64Field(b, `"minor":`, int64(f.v))
-		case 3:
-			b = appendInt64Field(b, `"patch":`, int64(f.v))
-		default:
-			return b, false
-		}
-	}
-}
-
-func appendGitWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		ok := f.first
-		switch {
-		case !ok:
-		case f.num == 1 && f.typ == protowire.BytesType:
-			b, ok = appendStringWire(b, `"commit_hash":`, f.p)
-		case f.num == 2 && f.typ == protowire.VarintType:
-			b = appendUint64Field(b, `"commits_since_release":`, f.v)
-		case f.num == 3 && f.typ == protowire.VarintType:
-			b = appendEnumField(b, `"build_tree_state":`, int32(f.v), versionpb.Version_GitInformation_BuildTreeState_name)
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
-func appendClusternetWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	list := false // in the array of the repeated field
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			if list {
-				b = append(b, ']')
-			}
-			return append(b, '}'), !bad
-		}
-		ok := f.typ == protowire.BytesType && (f.first || f.num == 2)
-		switch {
-		case !ok:
-		case f.num == 1:
-			b, ok = appendStringWire(b, `"wireguard_pubkey":`, f.p)
-		case f.num == 2:
-			b, ok = appendCidrWire(appendElement(b, f.first, `"prefixes":[`), f.p)
-			list = true
-		default:
-			ok = false
-		}
-		if !ok {
-			return b, false
-		}
-	}
-}
-
-// appendCidrWire appends a NodeClusterNetworking.Prefix.
-func appendCidrWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			return append(b, '}'), !bad
-		}
-		if !f.first || f.typ != protowire.BytesType || f.num != 1 {
-			return b, false
-		}
-		var ok bool
-		if b, ok = appendStringWire(b, `"cidr":`, f.p); !ok {
-			return b, false
-		}
-	}
-}
-
-func appendLabelsWire(b, w []byte) ([]byte, bool) {
-	b = append(b, '{')
-	m := wireMessage{w: w}
-	var f wireField
-	list := false // in the array of the repeated field
-	for {
-		more, bad := m.next(&f)
-		if !more {
-			if list {
-				b = append(b, ']')
-			}
-			return append(b, '}'), !bad
-		}
-		if f.typ != protowire.BytesType || f.num != 1 {
-			return b, false
-		}
-		var ok bool
-		if b, ok = appendPairWire(appendElement(b, f.first, `"pairs":[`), f.p, `"key":`, `"value":`); !ok {
-			return b, false
-		}
-		list = true
 	}
 }

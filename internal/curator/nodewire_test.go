@@ -113,29 +113,46 @@ func TestObjectOfWire(t *testing.T) {
 	}
 }
 
-// TestObjectOfWireModel checks ObjectOfWire against proto.Unmarshal and
-// protojson on the encodings of random nodes (see TestNodeJSONModel), as
-// proto.Marshal writes them (which must be written from the wire) and
-// changed: fields shuffled, repeated or cut, bytes changed.
-func TestObjectOfWireModel(t *testing.T) {
-	first, n := uint64(0), uint64(nodeJSONSeeds)
-	if s := os.Getenv("NODEWATCH_NODEJSON_SEEDS"); s != "" {
+// nodeJSONSeeds is how many random nodes TestNodeJSONModel and
+// TestObjectOfWireModel check; NODEWATCH_NODEJSON_SEEDS=N checks N,
+// NODEWATCH_NODEJSON_SEED=S only seed S.
+const nodeJSONSeeds = 5000
+
+// modelSeeds returns the seeds a model test checks, first to n
+// (excluded): nodeJSONSeeds of them, 2000 with -short, or as the
+// environment says (see nodeJSONSeeds).
+func modelSeeds(t *testing.T) (first, n uint64) {
+	t.Helper()
+	env := func(name string) (uint64, bool) {
+		s := os.Getenv(name)
+		if s == "" {
+			return 0, false
+		}
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			t.Fatalf("NODEWATCH_NODEJSON_SEEDS: %v", err)
+			t.Fatalf("%s: %v", name, err)
 		}
+		return v, true
+	}
+	n = nodeJSONSeeds
+	if v, ok := env("NODEWATCH_NODEJSON_SEEDS"); ok {
 		n = v
 	}
 	if testing.Short() {
 		n = 2000
 	}
-	if s := os.Getenv("NODEWATCH_NODEJSON_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("NODEWATCH_NODEJSON_SEED: %v", err)
-		}
+	if v, ok := env("NODEWATCH_NODEJSON_SEED"); ok {
 		first, n = v, v+1
 	}
+	return first, n
+}
+
+// TestObjectOfWireModel checks ObjectOfWire against proto.Unmarshal and
+// protojson on the encodings of random nodes (see TestNodeJSONModel), as
+// proto.Marshal writes them (which must be written from the wire) and
+// changed: fields shuffled, repeated or cut, bytes changed.
+func TestObjectOfWireModel(t *testing.T) {
+	first, n := modelSeeds(t)
 	plain := 0
 	for seed := first; seed < n; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0x6e6f646577697265))

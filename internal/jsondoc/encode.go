@@ -7,7 +7,6 @@ import "unicode/utf8"
 // escaped (\b \f \n \r \t, else \u00XX, DEL included), invalid UTF-8 as
 // \ufffd, everything else as it is. It allocates nothing but dst's growth.
 func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
-	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -19,25 +18,7 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 				i++
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"':
-				dst = append(dst, '\\', '"')
-			case '\\':
-				dst = append(dst, '\\', '\\')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
+			dst = AppendEscape(append(dst, s[start:i]...), b)
 			i++
 			start = i
 			continue
@@ -64,3 +45,19 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// AppendEscape appends the JSON escape of the ASCII byte c: \b \f \n \r \t
+// \" \\ in short, any other as \u00xx (lower-case hex), as gojq and
+// protojson write them. AppendString and the curator's node writer, which
+// escape different sets of bytes, share it.
+func AppendEscape(dst []byte, c byte) []byte {
+	const hex = "0123456789abcdef"
+	if int(c) < len(shortEscapes) && shortEscapes[c] != 0 {
+		return append(dst, '\\', shortEscapes[c])
+	}
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+}
+
+// shortEscapes holds, by byte, the letter of its two-byte escape, if it
+// has one.
+var shortEscapes = [...]byte{'\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't', '"': '"', '\\': '\\'}
