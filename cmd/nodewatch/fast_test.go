@@ -73,15 +73,8 @@ func TestFastOffIdentical(t *testing.T) {
 		upTo(0, 0)
 		upTo(1, 0)
 		for n := range 150 {
-			ops := []clientv3.Op{clientv3.OpPut("/fast/zz-sync", fmt.Sprintf(`{"state":%q,"seq":%d}`, []string{"UP", "DOWN"}[n%2], n))}
-			for _, k := range rng.Perm(12)[:1+rng.IntN(4)] {
-				key := fmt.Sprintf("/fast/k%d", k)
-				if rng.IntN(7) == 0 {
-					ops = append(ops, clientv3.OpDelete(key))
-				} else {
-					ops = append(ops, clientv3.OpPut(key, value()))
-				}
-			}
+			ops := append([]clientv3.Op{clientv3.OpPut("/fast/zz-sync", fmt.Sprintf(`{"state":%q,"seq":%d}`, []string{"UP", "DOWN"}[n%2], n))},
+				etcdtest.RandomOps(rng, "/fast/", 12, 7, value)...)
 			resp, err := c.Txn(ctx).Then(ops...).Commit()
 			if err != nil {
 				t.Fatal(err)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/nodewatch/nodewatch/internal/fast"
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/jq"
@@ -65,16 +63,7 @@ func TestWatcherJudges(t *testing.T) {
 	value := func() string { return testkit.RandomValue(rng, fromMin, jsondoc.InlineIndex+4) }
 	var last int64
 	for range 300 {
-		var ops []clientv3.Op
-		for _, k := range rng.Perm(8)[:1+rng.IntN(4)] {
-			key := fmt.Sprintf("/j/k%d", k)
-			if rng.IntN(6) == 0 {
-				ops = append(ops, clientv3.OpDelete(key))
-			} else {
-				ops = append(ops, clientv3.OpPut(key, value()))
-			}
-		}
-		resp, err := c.Txn(ctx).Then(ops...).Commit()
+		resp, err := c.Txn(ctx).Then(etcdtest.RandomOps(rng, "/j/", 8, 6, value)...).Commit()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ package etcdtest
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -155,4 +157,20 @@ func EnableAuth(t testing.TB, c *clientv3.Client, rootPassword string) {
 	if _, err := c.AuthEnable(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// RandomOps returns the operations of one random transaction over the keys
+// PREFIXk0 … PREFIXk(keys-1): one to four of them, each deleted one time
+// in deleteOneIn, else put to value().
+func RandomOps(rng *rand.Rand, prefix string, keys, deleteOneIn int, value func() string) []clientv3.Op {
+	var ops []clientv3.Op
+	for _, k := range rng.Perm(keys)[:1+rng.IntN(min(4, keys))] {
+		key := fmt.Sprintf("%sk%d", prefix, k)
+		if rng.IntN(deleteOneIn) == 0 {
+			ops = append(ops, clientv3.OpDelete(key))
+		} else {
+			ops = append(ops, clientv3.OpPut(key, value()))
+		}
+	}
+	return ops
 }
