@@ -60,7 +60,7 @@ func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *at
 			return true, nil
 		},
 		func(quiet time.Duration) {
-			cancel(fmt.Errorf("%w from %s for %v, not even to a progress request: the connection went silent (%d silent connection(s) closed)", errSilent, server, quiet.Round(time.Millisecond), w.closeSilent()))
+			w.endSilent(cancel, fmt.Sprintf("%v from %s for %v, not even to a progress request", errSilent, server, quiet.Round(time.Millisecond)))
 		})
 }
 
@@ -129,6 +129,30 @@ func (w *Watcher) closeSilent() int {
 	}
 	return w.Conns.CloseSilent(w.live.ka.Timeout)
 }
+
+// endSilent ends a watch that heard nothing (what says so, with the
+// quiet it heard), then closes the connections that went silent. In that
+// order: a closed connection fails the watch stream at once, and its
+// error ("use of closed network connection") would otherwise reach the
+// watch loop before the cause, and pass for another kind of loss.
+func (w *Watcher) endSilent(cancel context.CancelCauseFunc, what string) {
+	cause := &silentError{what: what}
+	cancel(cause)
+	cause.closed.Store(int32(w.closeSilent()))
+}
+
+// silentError is the cause of a watch ended by endSilent: errSilent, with
+// what it heard nothing to, and how many connections it then closed.
+type silentError struct {
+	what   string
+	closed atomic.Int32
+}
+
+func (e *silentError) Error() string {
+	return fmt.Sprintf("%s: the connection went silent (%d silent connection(s) closed)", e.what, e.closed.Load())
+}
+
+func (e *silentError) Unwrap() error { return errSilent }
 
 // liveness is what a Watcher knows of being current, across the streams
 // and listings of one Run.

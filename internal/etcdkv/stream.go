@@ -90,7 +90,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	deadline := w.live.ka.Time + w.live.ka.Timeout
 	opening := time.AfterFunc(deadline, func() {
 		if !answered.Load() {
-			cancel(fmt.Errorf("%w from etcd for %v while opening a watch: the connection went silent (%d silent connection(s) closed)", errSilent, deadline, w.closeSilent()))
+			w.endSilent(cancel, fmt.Sprintf("%v from etcd for %v while opening a watch", errSilent, deadline))
 		}
 	})
 	defer opening.Stop()
