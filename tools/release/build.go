@@ -57,6 +57,8 @@ type Stamp struct {
 // Name is the version as file names carry it: without the "v".
 func (s Stamp) Name() string { return strings.TrimPrefix(s.Version, "v") }
 
+// readStamp asks scripts/version.sh, the one place that knows how a build
+// is stamped, for the stamp and for the linker flags that carry it.
 func readStamp(root string) (Stamp, error) {
 	out, err := exec.Command("bash", filepath.Join(root, "scripts/version.sh")).Output()
 	if err != nil {

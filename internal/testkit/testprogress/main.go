@@ -125,8 +125,8 @@ func (p *progress) fail(key, verdict string) {
 	p.failed = append(p.failed, strings.TrimSpace(strings.TrimPrefix(verdict, "FAIL")))
 }
 
-// report says what is still running, longest-named first being no
-// better than any other order: sorted by package.
+// report says what is still running: each package, sorted, with up to
+// three of its top-level tests.
 func (p *progress) report() {
 	pkgs := make([]string, 0, len(p.running))
 	for pkg := range p.running {
