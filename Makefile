@@ -1,6 +1,5 @@
 GO ?= go
 BIN := bin/nodewatch
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build cross release release-check release-test release-tools generate test test-under-load lint demo bench bench-instructions bench-compare etcd-bin fuzz soak faults recipes-snapshot proto clean
 
@@ -11,13 +10,12 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$$(bash scripts/version.sh -ldflags)" -o bin/ ./cmd/nodewatch ./cmd/nodewatch-etcd
 
-## cross: vet every package and build both binaries for each platform a release ships
-## (linux, darwin and windows on amd64 and arm64, CGO_ENABLED=0), and for 32-bit linux/386.
+## cross: build both binaries for each platform a release ships (linux, darwin and windows on
+## amd64 and arm64, CGO_ENABLED=0), and for 32-bit linux/386.
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cross:
 	@set -e; for p in $(PLATFORMS); do \
 		echo "cross: $$p"; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/nodewatch ./cmd/nodewatch-etcd; \
 	done
 	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/nodewatch ./cmd/nodewatch-etcd
@@ -62,9 +60,18 @@ test:
 test-under-load:
 	bash scripts/test-under-load.sh
 
+## lint: go vet, tests included, for each platform a release ships, and staticcheck (pinned in
+## tools/go.mod, built into .bin/) for linux, darwin and windows. What CI runs.
 lint:
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
+	@set -e; for p in $(PLATFORMS); do \
+		echo "lint: go vet, $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet ./...; \
+	done
+	cd tools && $(GO) build -o ../.bin/ honnef.co/go/tools/cmd/staticcheck
+	@set -e; for os in linux darwin windows; do \
+		echo "lint: staticcheck, $$os"; \
+		GOOS=$$os CGO_ENABLED=0 .bin/staticcheck ./...; \
+	done
 
 ## demo: serve --dev (embedded etcd + simulated fleet), and nodewatch nodes -o text following it once it serves.
 demo: build

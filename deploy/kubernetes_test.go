@@ -22,6 +22,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/testkit"
+	"github.com/nodewatch/nodewatch/internal/testkit/certtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -370,16 +371,16 @@ func TestKubernetes(t *testing.T) {
 
 	// The container, run here: etcd serves TLS and wants a user and a
 	// password; the Secret holds them and the CA.
-	pki := newPKI(t)
-	etcdCert, etcdKey := pki.issue("etcd")
+	etcdCA := certtest.NewCA(t, "ca", certtest.Ed25519PKCS8)
+	etcdCert, etcdKey, _, _ := etcdCA.Issue(certtest.Spec{CN: "etcd", Use: certtest.Server})
 	ep := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: etcdCert, KeyFile: etcdKey})
 	prefix := curator.DefaultPrefix
 	if p, ok := value(flags, "prefix"); ok {
 		prefix = p
 	}
 	password := "test-" + strconv.FormatInt(int64(os.Getpid()), 36)
-	etcdReader(t, ep, pki, prefix, "nodewatch", password)
-	ca, err := os.ReadFile(pki.CAFile)
+	etcdReader(t, ep, etcdCA, prefix, "nodewatch", password)
+	ca, err := os.ReadFile(etcdCA.File)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,9 +480,9 @@ func readmeSecretKeys(t *testing.T) []string {
 
 // etcdReader makes user (with password) able to read prefix in the etcd
 // at ep and nothing else, and turns authentication on.
-func etcdReader(t *testing.T, ep string, pki *pki, prefix, user, password string) {
+func etcdReader(t *testing.T, ep string, ca *certtest.CA, prefix, user, password string) {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: pki.clientTLS(), DialTimeout: testkit.Timeout, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: ca.ClientTLS(), DialTimeout: testkit.Timeout, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

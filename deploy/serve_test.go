@@ -11,20 +11,12 @@ package deploy
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -151,20 +143,28 @@ func value(flags []flag, name string) (string, bool) {
 	return "", false
 }
 
-// port returns the port of the HOST:PORT address of --name in flags.
-func port(t *testing.T, flags []flag, name string) int {
+// hostPort returns the host and the port of the HOST:PORT address of
+// --name in flags.
+func hostPort(t *testing.T, flags []flag, name string) (host, port string) {
 	t.Helper()
 	v, ok := value(flags, name)
 	if !ok {
 		t.Fatalf("no --%s", name)
 	}
-	_, p, err := net.SplitHostPort(v)
+	host, port, err := net.SplitHostPort(v)
 	if err != nil {
 		t.Fatalf("--%s %s: %v", name, v, err)
 	}
+	return host, port
+}
+
+// port returns the port of the HOST:PORT address of --name in flags.
+func port(t *testing.T, flags []flag, name string) int {
+	t.Helper()
+	_, p := hostPort(t, flags, name)
 	n, err := strconv.Atoi(p)
 	if err != nil {
-		t.Fatalf("--%s %s: port %q is not a number", name, v, p)
+		t.Fatalf("--%s: port %q is not a number", name, p)
 	}
 	return n
 }
@@ -209,14 +209,7 @@ func replace(args []string, with map[string]string) []string {
 // and the loopback address that reaches it.
 func onFreePort(t *testing.T, flags []flag, name string) (arg, dial string) {
 	t.Helper()
-	v, ok := value(flags, name)
-	if !ok {
-		t.Fatalf("no --%s", name)
-	}
-	host, _, err := net.SplitHostPort(v)
-	if err != nil {
-		t.Fatalf("--%s %s: %v", name, v, err)
-	}
+	host, _ := hostPort(t, flags, name)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -224,90 +217,6 @@ func onFreePort(t *testing.T, flags []flag, name string) (arg, dial string) {
 	defer l.Close()
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	return net.JoinHostPort(host, port), net.JoinHostPort("127.0.0.1", port)
-}
-
-// pki is a CA in a temporary directory, and the certificates it issues
-// for this machine's loopback address.
-type pki struct {
-	t     *testing.T
-	dir   string
-	ca    *x509.Certificate
-	caKey ed25519.PrivateKey
-	// CAFile is the CA's certificate (PEM).
-	CAFile string
-}
-
-func newPKI(t *testing.T) *pki {
-	t.Helper()
-	pub, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "deploy test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pki{t: t, dir: t.TempDir(), ca: ca, caKey: key}
-	p.CAFile = p.write("ca.pem", "CERTIFICATE", der)
-	return p
-}
-
-func (p *pki) write(file, typ string, der []byte) string {
-	p.t.Helper()
-	path := filepath.Join(p.dir, file)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		p.t.Fatal(err)
-	}
-	return path
-}
-
-// issue issues a certificate named name for 127.0.0.1 and localhost, as a
-// server and a client, and returns its certificate and key files.
-func (p *pki) issue(name string) (cert, key string) {
-	p.t.Helper()
-	pub, k, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, pub, p.caKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return p.write(name+".pem", "CERTIFICATE", der), p.write(name+".key", "PRIVATE KEY", kder)
-}
-
-// clientTLS is a TLS configuration that trusts the CA.
-func (p *pki) clientTLS() *tls.Config {
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
 // run is an example's serve, made to run here: its command line and

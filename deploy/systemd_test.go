@@ -1,8 +1,6 @@
 package deploy
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +14,9 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit/certtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/unitfile"
 )
 
 // unitFile is the example unit, relative to this package.
@@ -45,7 +45,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := parseUnit(string(text))
+	u, err := unitfile.Parse(string(text))
 	if err != nil {
 		t.Fatalf("%s: %v", unitFile, err)
 	}
@@ -66,23 +66,23 @@ func TestSystemdUnit(t *testing.T) {
 		{"LockPersonality", "yes"},
 		{"RestrictNamespaces", "yes"},
 	} {
-		if got, ok := service.last(want.key); !ok || got != want.value {
+		if got, ok := service.Last(want.key); !ok || got != want.value {
 			t.Errorf("%s=%q (set: %v), want %q", want.key, got, ok, want.value)
 		}
 	}
-	if got, _ := service.last("Type"); got != "simple" && got != "exec" {
+	if got, _ := service.Last("Type"); got != "simple" && got != "exec" {
 		t.Errorf("Type=%q, want simple or exec (serve says nothing to systemd when it is ready)", got)
 	}
-	if got := service.all("SystemCallFilter"); len(got) == 0 || got[0] != "@system-service" {
+	if got := service.All("SystemCallFilter"); len(got) == 0 || got[0] != "@system-service" {
 		t.Errorf("SystemCallFilter= %q, want @system-service first", got)
 	}
 
 	// ExecStart: serve with flags it accepts.
-	execStart := service.all("ExecStart")
+	execStart := service.All("ExecStart")
 	if len(execStart) != 1 {
 		t.Fatalf("%d ExecStart=, want 1", len(execStart))
 	}
-	args, err := splitExec(execStart[0])
+	args, err := unitfile.SplitExec(execStart[0])
 	if err != nil {
 		t.Fatalf("ExecStart=: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("--listen port %d, want 7835, the Curator's", p)
 	}
 	drain := drainTimeout(t, flags)
-	stop, ok := service.last("TimeoutStopSec")
+	stop, ok := service.Last("TimeoutStopSec")
 	if !ok {
 		t.Errorf("no TimeoutStopSec=: systemd's default (90s) is not something to rely on beside --drain-timeout %v", drain)
 	} else if d, err := timespan(stop); err != nil {
@@ -118,7 +118,7 @@ func TestSystemdUnit(t *testing.T) {
 
 	// Credentials: read where loaded, loaded where read.
 	loaded := map[string]bool{}
-	for _, lc := range service.all("LoadCredential") {
+	for _, lc := range service.All("LoadCredential") {
 		name, path, ok := strings.Cut(lc, ":")
 		if !ok || !filepath.IsAbs(path) {
 			t.Errorf("LoadCredential=%s: want NAME:/ABSOLUTE/PATH", lc)
@@ -146,8 +146,8 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range service {
-		if !strings.Contains(string(readme), "`"+d.key+"=") {
-			t.Errorf("README.md does not explain %s= (want it in backquotes, `%s=…`)", d.key, d.key)
+		if !strings.Contains(string(readme), "`"+d.Key+"=") {
+			t.Errorf("README.md does not explain %s= (want it in backquotes, `%s=…`)", d.Key, d.Key)
 		}
 	}
 
@@ -171,17 +171,17 @@ func TestSystemdUnit(t *testing.T) {
 
 	// ExecStart run as systemd would run it: the credentials it reads in
 	// a directory for %d, etcd (mutual TLS) and the ports the test's.
-	pki := newPKI(t)
-	etcdCert, etcdKey := pki.issue("etcd")
-	clientCert, clientKey := pki.issue("nodewatch-etcd-client")
-	serveCert, serveKey := pki.issue("nodewatch-serve")
+	ca := certtest.NewCA(t, "ca", certtest.Ed25519PKCS8)
+	etcdCert, etcdKey, _, _ := ca.Issue(certtest.Spec{CN: "etcd", Use: certtest.Server})
+	clientCert, clientKey, _, _ := ca.Issue(certtest.Spec{CN: "nodewatch-etcd-client", Use: certtest.Server})
+	serveCert, serveKey, _, _ := ca.Issue(certtest.Spec{CN: "nodewatch-serve", Use: certtest.Server})
 	files := map[string]string{ // by the flag that reads it
-		"cacert":        pki.CAFile,
+		"cacert":        ca.File,
 		"cert":          clientCert,
 		"key":           clientKey,
 		"listen-cert":   serveCert,
 		"listen-key":    serveKey,
-		"listen-cacert": pki.CAFile,
+		"listen-cacert": ca.File,
 	}
 	credDir := t.TempDir()
 	for name, flag := range read {
@@ -196,7 +196,7 @@ func TestSystemdUnit(t *testing.T) {
 	for i, a := range args {
 		args[i] = strings.ReplaceAll(a, "%d/", credDir+"/")
 	}
-	ep := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: etcdCert, KeyFile: etcdKey, ClientCAFile: pki.CAFile})
+	ep := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: etcdCert, KeyFile: etcdKey, ClientCAFile: ca.File})
 	listenArg, listen := onFreePort(t, flags, "listen")
 	metricsArg, metrics := onFreePort(t, flags, "metrics-addr")
 	logFormat, _ := value(flags, "log-format")
@@ -206,7 +206,7 @@ func TestSystemdUnit(t *testing.T) {
 		env:      append(unitEnv(t, service), "HOME="+t.TempDir()),
 		listen:   listen,
 		metrics:  metrics,
-		creds:    credentials.NewTLS(pki.clientTLS()),
+		creds:    credentials.NewTLS(ca.ClientTLS()),
 		jsonLogs: logFormat == "json",
 		drain:    drain,
 	})
@@ -231,130 +231,13 @@ func systemdAnalyze(t *testing.T) string {
 	return ""
 }
 
-// directive is one line of a unit file, continuation lines joined.
-type directive struct{ key, value string }
-
-// section is a section's directives, in order.
-type section []directive
-
-// all returns the values of every key= in s, in order.
-func (s section) all(key string) []string {
-	var vs []string
-	for _, d := range s {
-		if d.key == key {
-			vs = append(vs, d.value)
-		}
-	}
-	return vs
-}
-
-// last returns the value of the last key= in s (the one that counts for a
-// setting of one value), and whether there is one.
-func (s section) last(key string) (string, bool) {
-	vs := s.all(key)
-	if len(vs) == 0 {
-		return "", false
-	}
-	return vs[len(vs)-1], true
-}
-
-// parseUnit reads a unit file as systemd does: [Section] headers, KEY=VALUE
-// lines, comments (# or ;) and blank lines skipped, a line ending in a
-// backslash continued on the next (the backslash becomes a space).
-func parseUnit(text string) (map[string]section, error) {
-	u := map[string]section{}
-	var cur string
-	var pending strings.Builder // a line continued so far
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if l, ok := strings.CutSuffix(line, `\`); ok {
-			pending.WriteString(l + " ")
-			continue
-		}
-		line = pending.String() + line
-		pending.Reset()
-		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
-			cur = line[1 : len(line)-1]
-			continue
-		}
-		key, value, ok := strings.Cut(line, "=")
-		if !ok || cur == "" {
-			return nil, fmt.Errorf("line %d: %q: not KEY=VALUE in a section", n, line)
-		}
-		u[cur] = append(u[cur], directive{strings.TrimSpace(key), strings.TrimSpace(value)})
-	}
-	if pending.Len() > 0 {
-		return nil, errors.New("the last line ends in a backslash")
-	}
-	return u, sc.Err()
-}
-
-// splitExec splits an ExecStart= command line as systemd does: words
-// separated by white space, double or single quotes grouping, a backslash
-// escaping the next character. Of the specifiers, it knows %% and keeps %d
-// (the credentials directory) for the caller; a variable ($NAME) it does
-// not expand is an error, as is another specifier.
-func splitExec(line string) ([]string, error) {
-	var args []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == '\\' && i+1 < len(line):
-			i++
-			cur.WriteByte(line[i])
-			in = true
-		case ch == '%' && i+1 < len(line):
-			i++
-			switch line[i] {
-			case '%':
-				cur.WriteByte('%')
-			case 'd':
-				cur.WriteString("%d")
-			default:
-				return nil, fmt.Errorf("specifier %%%c: the test knows only %%d and %%%%", line[i])
-			}
-			in = true
-		case ch == '$':
-			return nil, errors.New("a variable ($…): the test does not expand them")
-		case quote != 0 && ch == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteByte(ch)
-		case ch == '"' || ch == '\'':
-			quote, in = ch, true
-		case ch == ' ' || ch == '\t':
-			if in {
-				args = append(args, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(ch)
-			in = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if in {
-		args = append(args, cur.String())
-	}
-	return args, nil
-}
-
 // unitEnv returns the variables the unit's Environment= lines set, as
 // NAME=VALUE.
-func unitEnv(t *testing.T, s section) []string {
+func unitEnv(t *testing.T, s unitfile.Section) []string {
 	t.Helper()
 	var env []string
-	for _, e := range s.all("Environment") {
-		words, err := splitExec(e)
+	for _, e := range s.All("Environment") {
+		words, err := unitfile.SplitExec(e)
 		if err != nil {
 			t.Fatalf("Environment=%s: %v", e, err)
 		}

@@ -7,4 +7,5 @@ package tools
 import (
 	_ "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod"
 	_ "github.com/fullstorydev/grpcurl/cmd/grpcurl"
+	_ "honnef.co/go/tools/cmd/staticcheck"
 )

@@ -40,15 +40,18 @@ func (e *env) logf(format string, args ...any) {
 	fmt.Fprintf(e.stderr, "nodewatch: "+format+"\n", args...)
 }
 
+// debugf is logf with -v (verbose), nil without: the lines only -v
+// asks for.
+func (e *env) debugf(verbose bool) func(format string, args ...any) {
+	if verbose {
+		return e.logf
+	}
+	return nil
+}
+
 // conn is what parsing the connection flags may touch.
 func (e *env) conn() connflags.Env {
 	return connflags.Env{Getenv: e.getenv, Logf: e.logf, Stdin: e.stdin, Stderr: e.stderr}
-}
-
-// run is nodewatch without the process around it: it parses args, does
-// the work and returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
 }
 
 // runEnv is run in the environment e (tests give their own).

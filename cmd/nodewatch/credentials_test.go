@@ -3,16 +3,11 @@
 package main
 
 import (
-	"crypto"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,156 +22,21 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
+	"github.com/nodewatch/nodewatch/internal/testkit/certtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
-
-// testCA is a certificate authority made in a test, with an Ed25519 or
-// ECDSA key, that issues certificates into the test's directory.
-type testCA struct {
-	t    *testing.T
-	name string
-	dir  string
-	cert *x509.Certificate
-	key  crypto.Signer
-	file string // the CA certificate, PEM
-}
-
-// keyKind is the kind and encoding of a generated private key.
-type keyKind int
-
-const (
-	ed25519PKCS8 keyKind = iota // "PRIVATE KEY"
-	ecdsaPKCS8                  // "PRIVATE KEY"
-	ecdsaSEC1                   // "EC PRIVATE KEY"
-)
-
-func newKey(t *testing.T, kind keyKind) crypto.Signer {
-	t.Helper()
-	if kind == ed25519PKCS8 {
-		_, k, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-// newTestCA makes a CA named name whose key is of kind.
-func newTestCA(t *testing.T, name string, kind keyKind) *testCA {
-	t.Helper()
-	key := newKey(t, kind)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{t: t, name: name, dir: t.TempDir(), cert: cert, key: key}
-	ca.file = writePEM(t, filepath.Join(ca.dir, name+".pem"), "CERTIFICATE", der)
-	return ca
-}
-
-// certSpec says what certificate to issue.
-type certSpec struct {
-	cn        string
-	key       keyKind
-	server    bool // for a server on 127.0.0.1 and localhost (and a client too)
-	node      bool // for a server, named after a node, no address in it (and a client too)
-	notBefore time.Time
-	notAfter  time.Time // zero: valid from an hour ago for a day
-}
-
-// issue issues a certificate as spec says; it returns the certificate and
-// key files (named after spec.cn), the certificate and the key.
-func (ca *testCA) issue(spec certSpec) (certFile, keyFile string, cert *x509.Certificate, key crypto.Signer) {
-	t := ca.t
-	t.Helper()
-	key = newKey(t, spec.key)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: spec.cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if spec.server || spec.node {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-	}
-	if spec.server {
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	if !spec.notAfter.IsZero() {
-		tmpl.NotBefore, tmpl.NotAfter = spec.notBefore, spec.notAfter
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cert, err = x509.ParseCertificate(der); err != nil {
-		t.Fatal(err)
-	}
-	certFile = writePEM(t, filepath.Join(ca.dir, spec.cn+".pem"), "CERTIFICATE", der)
-	keyFile = writeKey(t, filepath.Join(ca.dir, spec.cn+".key"), key, spec.key)
-	return certFile, keyFile, cert, key
-}
-
-// writeKey writes key to path in the encoding kind names.
-func writeKey(t *testing.T, path string, key crypto.Signer, kind keyKind) string {
-	t.Helper()
-	var (
-		der []byte
-		err error
-		typ = "PRIVATE KEY"
-	)
-	if kind == ecdsaSEC1 {
-		typ = "EC PRIVATE KEY"
-		der, err = x509.MarshalECPrivateKey(key.(*ecdsa.PrivateKey))
-	} else {
-		der, err = x509.MarshalPKCS8PrivateKey(key)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, path, typ, der)
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) string {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // metroctlDir writes metroctl's configuration directory for an owner of
 // the cluster whose CA is ca: owner.pem, owner-key.pem in metroctl's own
 // PEM type (the raw Ed25519 key), and clusterCA as ca.pem. It returns the
 // directory.
-func metroctlDir(t *testing.T, ca *testCA, clusterCA *testCA) string {
+func metroctlDir(t *testing.T, ca *certtest.CA, clusterCA *certtest.CA) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "metroctl")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	certFile, _, _, key := ca.issue(certSpec{cn: "owner", key: ed25519PKCS8})
+	certFile, _, _, key := ca.Issue(certtest.Spec{CN: "owner", Key: certtest.Ed25519PKCS8})
 	cert, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +44,8 @@ func metroctlDir(t *testing.T, ca *testCA, clusterCA *testCA) string {
 	if err := os.WriteFile(filepath.Join(dir, "owner.pem"), cert, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writePEM(t, filepath.Join(dir, "owner-key.pem"), "METROPOLIS INITIAL OWNER PRIVATE KEY", key.(ed25519.PrivateKey))
-	ca2, err := os.ReadFile(clusterCA.file)
+	certtest.WritePEM(t, filepath.Join(dir, "owner-key.pem"), "METROPOLIS INITIAL OWNER PRIVATE KEY", key.(ed25519.PrivateKey))
+	ca2, err := os.ReadFile(clusterCA.File)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +59,12 @@ func metroctlDir(t *testing.T, ca *testCA, clusterCA *testCA) string {
 // named after a node id, with no address in it (as Metropolis issues
 // them), and client certificates required to be cluster's too. It
 // returns the address to dial.
-func startTLSServe(t *testing.T, cluster *testCA) string {
+func startTLSServe(t *testing.T, cluster *certtest.CA) string {
 	t.Helper()
 	ep, _ := fleet(t, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
-	srvCert, srvKey, _, _ := cluster.issue(certSpec{cn: "metropolis-" + idA, key: ed25519PKCS8, node: true})
+	srvCert, srvKey, _, _ := cluster.Issue(certtest.Spec{CN: "metropolis-" + idA, Key: certtest.Ed25519PKCS8, Use: certtest.Node})
 	p := start(t, "serve", "--etcd", ep, "--listen", "127.0.0.1:0",
-		"--listen-cert", srvCert, "--listen-key", srvKey, "--listen-cacert", cluster.file)
+		"--listen-cert", srvCert, "--listen-key", srvKey, "--listen-cacert", cluster.File)
 	waitServing(t, p)
 	const says = "serving Curator Watch on "
 	s := p.stderr.String()
@@ -220,8 +80,8 @@ func startTLSServe(t *testing.T, cluster *testCA) string {
 // other TLS flag turn the default off.
 func TestNodesMetroctl(t *testing.T) {
 	t.Parallel()
-	cluster := newTestCA(t, "cluster-ca", ed25519PKCS8)
-	other := newTestCA(t, "other-cluster-ca", ed25519PKCS8)
+	cluster := certtest.NewCA(t, "cluster-ca", certtest.Ed25519PKCS8)
+	other := certtest.NewCA(t, "other-cluster-ca", certtest.Ed25519PKCS8)
 	addr := startTLSServe(t, cluster)
 	dir := metroctlDir(t, cluster, cluster)
 	home := t.TempDir()
@@ -279,7 +139,7 @@ func TestNodesMetroctl(t *testing.T) {
 // before connecting, with a message naming the file and what is wrong.
 func TestMetroctlFiles(t *testing.T) {
 	t.Parallel()
-	cluster := newTestCA(t, "cluster-ca", ed25519PKCS8)
+	cluster := certtest.NewCA(t, "cluster-ca", certtest.Ed25519PKCS8)
 	// broken returns a fresh metroctl directory, changed by change.
 	broken := func(change func(dir string)) string {
 		dir := metroctlDir(t, cluster, cluster)
@@ -295,23 +155,23 @@ func TestMetroctlFiles(t *testing.T) {
 		}
 	}
 	write := func(file, typ string, der []byte) func(string) {
-		return func(dir string) { writePEM(t, filepath.Join(dir, file), typ, der) }
+		return func(dir string) { certtest.WritePEM(t, filepath.Join(dir, file), typ, der) }
 	}
-	_, pkcs8File, _, _ := cluster.issue(certSpec{cn: "pkcs8", key: ed25519PKCS8})
+	_, pkcs8File, _, _ := cluster.Issue(certtest.Spec{CN: "pkcs8", Key: certtest.Ed25519PKCS8})
 	pkcs8, _ := os.ReadFile(pkcs8File)
 	_, anotherKey, _ := ed25519.GenerateKey(rand.Reader)
-	expired, _, _, _ := cluster.issue(certSpec{cn: "old", key: ed25519PKCS8, notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
+	expired, _, _, _ := cluster.Issue(certtest.Spec{CN: "old", Key: certtest.Ed25519PKCS8, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
 	expiredOwner := broken(func(dir string) {
 		pem, _ := os.ReadFile(expired)
 		os.WriteFile(filepath.Join(dir, "owner.pem"), pem, 0o644)
 		// and its key: the old certificate's key is in old.key, PKCS#8
-		k, _ := os.ReadFile(filepath.Join(cluster.dir, "old.key"))
+		k, _ := os.ReadFile(filepath.Join(cluster.Dir, "old.key"))
 		block, _ := pemDecode(k)
 		key, err := x509.ParsePKCS8PrivateKey(block)
 		if err != nil {
 			t.Fatal(err)
 		}
-		writePEM(t, filepath.Join(dir, "owner-key.pem"), "METROPOLIS INITIAL OWNER PRIVATE KEY", key.(ed25519.PrivateKey))
+		certtest.WritePEM(t, filepath.Join(dir, "owner-key.pem"), "METROPOLIS INITIAL OWNER PRIVATE KEY", key.(ed25519.PrivateKey))
 	})
 
 	for _, tc := range []struct {
@@ -373,25 +233,25 @@ func pemDecode(data []byte) ([]byte, error) {
 // mTLS) and to etcd (with mTLS).
 func TestClientKeyKinds(t *testing.T) {
 	t.Parallel()
-	cluster := newTestCA(t, "cluster-ca", ecdsaPKCS8)
+	cluster := certtest.NewCA(t, "cluster-ca", certtest.ECDSAPKCS8)
 	curatorAddr := startTLSServe(t, cluster)
-	srvCert, srvKey, _, _ := cluster.issue(certSpec{cn: "etcd", key: ecdsaSEC1, server: true})
-	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: cluster.file})
+	srvCert, srvKey, _, _ := cluster.Issue(certtest.Spec{CN: "etcd", Key: certtest.ECDSASEC1, Use: certtest.Server})
+	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: cluster.File})
 	for _, tc := range []struct {
 		name string
-		kind keyKind
+		kind certtest.KeyKind
 		pem  string // the key file's PEM type
 	}{
-		{"ECDSA PKCS#8", ecdsaPKCS8, "-----BEGIN PRIVATE KEY-----"},
-		{"ECDSA SEC 1", ecdsaSEC1, "-----BEGIN EC PRIVATE KEY-----"},
-		{"Ed25519 PKCS#8", ed25519PKCS8, "-----BEGIN PRIVATE KEY-----"},
+		{"ECDSA PKCS#8", certtest.ECDSAPKCS8, "-----BEGIN PRIVATE KEY-----"},
+		{"ECDSA SEC 1", certtest.ECDSASEC1, "-----BEGIN EC PRIVATE KEY-----"},
+		{"Ed25519 PKCS#8", certtest.Ed25519PKCS8, "-----BEGIN PRIVATE KEY-----"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			certFile, keyFile, _, _ := cluster.issue(certSpec{cn: "operator-" + strings.ReplaceAll(tc.name, " ", "-"), key: tc.kind})
+			certFile, keyFile, _, _ := cluster.Issue(certtest.Spec{CN: "operator-" + strings.ReplaceAll(tc.name, " ", "-"), Key: tc.kind})
 			if k, _ := os.ReadFile(keyFile); !strings.HasPrefix(string(k), tc.pem) {
 				t.Fatalf("key file starts %.40q, want %s", k, tc.pem)
 			}
-			tlsArgs := []string{"--cacert", cluster.file, "--cert", certFile, "--key", keyFile}
+			tlsArgs := []string{"--cacert", cluster.File, "--cert", certFile, "--key", keyFile}
 			out, errOut, code := runSync(t, append([]string{"nodes", "--curator", curatorAddr, "--once"}, tlsArgs...)...)
 			if code != 0 || !strings.Contains(out, idA) {
 				t.Errorf("nodes: exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -412,9 +272,9 @@ func TestClientKeyKinds(t *testing.T) {
 // tlsCurator serves a Curator (one node, as slowCurator does) with TLS,
 // with the certificate of ca's that spec says; it returns its address.
 // (serve checks its certificate; this one serves an expired one too.)
-func tlsCurator(t *testing.T, ca *testCA, spec certSpec) string {
+func tlsCurator(t *testing.T, ca *certtest.CA, spec certtest.Spec) string {
 	t.Helper()
-	certFile, keyFile, _, _ := ca.issue(spec)
+	certFile, keyFile, _, _ := ca.Issue(spec)
 	kp, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -435,20 +295,20 @@ func tlsCurator(t *testing.T, ca *testCA, spec certSpec) string {
 // that names the cause: the file, the certificate, the flag to give.
 func TestTLSFailures(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t, "cluster-ca", ecdsaPKCS8)
-	other := newTestCA(t, "other-ca", ed25519PKCS8)
+	ca := certtest.NewCA(t, "cluster-ca", certtest.ECDSAPKCS8)
+	other := certtest.NewCA(t, "other-ca", certtest.Ed25519PKCS8)
 	curatorAddr := startTLSServe(t, ca)
-	srvCert, srvKey, _, _ := ca.issue(certSpec{cn: "etcd", server: true})
-	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file})
+	srvCert, srvKey, _, _ := ca.Issue(certtest.Spec{CN: "etcd", Use: certtest.Server})
+	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.File})
 	etcdAddr := strings.TrimPrefix(etcdEP, "https://")
-	expiredAddr := tlsCurator(t, ca, certSpec{cn: "expired-server", server: true, notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
-	loopbackAddr := tlsCurator(t, ca, certSpec{cn: "loopback-server", server: true})
+	expiredAddr := tlsCurator(t, ca, certtest.Spec{CN: "expired-server", Use: certtest.Server, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	loopbackAddr := tlsCurator(t, ca, certtest.Spec{CN: "loopback-server", Use: certtest.Server})
 	plainAddr := startSlowCurator(t, 1, time.Millisecond)
 
-	cert, key, _, _ := ca.issue(certSpec{cn: "operator"})
-	strangerCert, strangerKey, _, _ := other.issue(certSpec{cn: "stranger"})
-	oldCert, oldKey, oldX509, _ := ca.issue(certSpec{cn: "old", notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)})
-	newCert, newKey, newX509, _ := ca.issue(certSpec{cn: "early", notBefore: time.Now().Add(24 * time.Hour), notAfter: time.Now().Add(48 * time.Hour)})
+	cert, key, _, _ := ca.Issue(certtest.Spec{CN: "operator"})
+	strangerCert, strangerKey, _, _ := other.Issue(certtest.Spec{CN: "stranger"})
+	oldCert, oldKey, oldX509, _ := ca.Issue(certtest.Spec{CN: "old", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	newCert, newKey, newX509, _ := ca.Issue(certtest.Spec{CN: "early", NotBefore: time.Now().Add(24 * time.Hour), NotAfter: time.Now().Add(48 * time.Hour)})
 	mine := []string{"--cert", cert, "--key", key}
 	nodeCert := "(CN=metropolis-" + idA + ", issued by CN=cluster-ca)"
 
@@ -459,45 +319,45 @@ func TestTLSFailures(t *testing.T) {
 		want []string
 	}{
 		// The Curator.
-		{"nodes: server not signed by --cacert", append([]string{"nodes", "--curator", curatorAddr, "--cacert", other.file}, mine...), exitUnavailable,
-			[]string{"the server's certificate " + nodeCert + " is not signed by the CA in " + other.file}},
+		{"nodes: server not signed by --cacert", append([]string{"nodes", "--curator", curatorAddr, "--cacert", other.File}, mine...), exitUnavailable,
+			[]string{"the server's certificate " + nodeCert + " is not signed by the CA in " + other.File}},
 		{"nodes: system roots", []string{"nodes", "--curator", loopbackAddr, "--tls"}, exitUnavailable,
 			[]string{"the server's certificate (CN=loopback-server, issued by CN=cluster-ca) is not signed by a CA this system trusts: give the server's CA with --cacert FILE or --metroctl-config DIR"}},
-		{"nodes: no client certificate", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file}, exitUnavailable,
+		{"nodes: no client certificate", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.File}, exitUnavailable,
 			[]string{"the server requires a client certificate (", "): give --cert/--key or --metroctl-config DIR"}},
-		{"nodes: client certificate of another CA", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", strangerCert, "--key", strangerKey}, exitUnavailable,
+		{"nodes: client certificate of another CA", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.File, "--cert", strangerCert, "--key", strangerKey}, exitUnavailable,
 			[]string{"the server requires a client certificate signed by a CA it trusts, and the certificate in " + strangerCert + " is not"}},
-		{"nodes: server certificate expired", []string{"nodes", "--curator", expiredAddr, "--cacert", ca.file}, exitUnavailable,
+		{"nodes: server certificate expired", []string{"nodes", "--curator", expiredAddr, "--cacert", ca.File}, exitUnavailable,
 			[]string{"the server's certificate (CN=expired-server, issued by CN=cluster-ca) expired at "}},
 		{"nodes: plaintext to TLS", []string{"nodes", "--curator", curatorAddr}, exitUnavailable,
 			[]string{"the server closed the connection before answering: if it serves TLS, give --cacert FILE, --metroctl-config DIR or --tls"}},
 		{"nodes: --tls to a plaintext server", []string{"nodes", "--curator", plainAddr, "--tls"}, exitUnavailable,
 			[]string{"the server does not speak TLS (tls: first record does not look like a TLS handshake): if it serves plaintext, drop the TLS flags; else check the address"}},
-		{"nodes: client certificate expired", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", oldCert, "--key", oldKey}, exitUsage,
+		{"nodes: client certificate expired", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.File, "--cert", oldCert, "--key", oldKey}, exitUsage,
 			[]string{"--cert " + oldCert + ": the certificate expired at " + oldX509.NotAfter.UTC().Format(time.RFC3339)}},
-		{"nodes: client certificate not yet valid", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", newCert, "--key", newKey}, exitUsage,
+		{"nodes: client certificate not yet valid", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.File, "--cert", newCert, "--key", newKey}, exitUsage,
 			[]string{"--cert " + newCert + ": the certificate is not valid before " + newX509.NotBefore.UTC().Format(time.RFC3339)}},
-		{"nodes: key of another certificate", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.file, "--cert", cert, "--key", strangerKey}, exitUsage,
+		{"nodes: key of another certificate", []string{"nodes", "--curator", curatorAddr, "--cacert", ca.File, "--cert", cert, "--key", strangerKey}, exitUsage,
 			[]string{"--cert " + cert + " and --key " + strangerKey + " do not belong together: the key is not the certificate's"}},
 		{"nodes: a certificate for a key", []string{"nodes", "--curator", curatorAddr, "--cert", key, "--key", key}, exitUsage,
 			[]string{"--cert " + key + ": no PEM certificate in it"}},
 
 		// etcd.
-		{"key: server not signed by --cacert", append([]string{"key", "--etcd", etcdAddr, "/x", "--cacert", other.file}, mine...), exitUnavailable,
-			[]string{"the certificate of " + etcdAddr + " (CN=etcd, issued by CN=cluster-ca) is not signed by the CA in " + other.file}},
+		{"key: server not signed by --cacert", append([]string{"key", "--etcd", etcdAddr, "/x", "--cacert", other.File}, mine...), exitUnavailable,
+			[]string{"the certificate of " + etcdAddr + " (CN=etcd, issued by CN=cluster-ca) is not signed by the CA in " + other.File}},
 		{"key: https:// with the system roots", []string{"key", "--etcd", etcdEP, "/x"}, exitUnavailable,
 			[]string{"the certificate of " + etcdAddr + " (CN=etcd, issued by CN=cluster-ca) is not signed by a CA this system trusts: give the server's CA with --cacert FILE"}},
-		{"key: no client certificate", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.file}, exitUnavailable,
+		{"key: no client certificate", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.File}, exitUnavailable,
 			[]string{etcdAddr + " requires a client certificate (", "): give --cert FILE and --key FILE"}},
-		{"key: client certificate of another CA", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.file, "--cert", strangerCert, "--key", strangerKey}, exitUnavailable,
+		{"key: client certificate of another CA", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.File, "--cert", strangerCert, "--key", strangerKey}, exitUnavailable,
 			[]string{etcdAddr + " requires a client certificate signed by a CA it trusts, and the certificate in " + strangerCert + " is not"}},
-		{"key: server not the host name", append([]string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.file, "--tls-server-name", "etcd.example"}, mine...), exitUnavailable,
+		{"key: server not the host name", append([]string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.File, "--tls-server-name", "etcd.example"}, mine...), exitUnavailable,
 			[]string{"(CN=etcd, issued by CN=cluster-ca) is not for etcd.example (x509: certificate is valid for localhost, not etcd.example): --tls-server-name NAME expects another name"}},
 		{"key: plaintext to TLS", []string{"key", "--etcd", etcdAddr, "/x"}, exitUnavailable,
 			[]string{etcdAddr + " closed the connection before answering: if it serves TLS, give --cacert FILE or an https:// endpoint"}},
-		{"key: client certificate expired", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.file, "--cert", oldCert, "--key", oldKey}, exitUsage,
+		{"key: client certificate expired", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.File, "--cert", oldCert, "--key", oldKey}, exitUsage,
 			[]string{"--cert " + oldCert + ": the certificate expired at "}},
-		{"key: key of another certificate", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.file, "--cert", cert, "--key", strangerKey}, exitUsage,
+		{"key: key of another certificate", []string{"key", "--etcd", etcdEP, "/x", "--cacert", ca.File, "--cert", cert, "--key", strangerKey}, exitUsage,
 			[]string{"--cert " + cert + " and --key " + strangerKey + " do not belong together"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -530,11 +390,11 @@ func TestTLSFailures(t *testing.T) {
 // and warns about it on stderr.
 func TestInsecureSkipVerify(t *testing.T) {
 	t.Parallel()
-	ca := newTestCA(t, "cluster-ca", ecdsaPKCS8)
+	ca := certtest.NewCA(t, "cluster-ca", certtest.ECDSAPKCS8)
 	curatorAddr := startTLSServe(t, ca)
-	srvCert, srvKey, _, _ := ca.issue(certSpec{cn: "etcd", server: true})
-	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.file})
-	cert, key, _, _ := ca.issue(certSpec{cn: "operator"})
+	srvCert, srvKey, _, _ := ca.Issue(certtest.Spec{CN: "etcd", Use: certtest.Server})
+	etcdEP := etcdtest.StartTLS(t, embedetcd.TLS{CertFile: srvCert, KeyFile: srvKey, ClientCAFile: ca.File})
+	cert, key, _, _ := ca.Issue(certtest.Spec{CN: "operator"})
 	const warning = "nodewatch: warning: --insecure-skip-tls-verify: the server's certificate is not checked; anyone on the way to it can pose as the server"
 	for _, args := range [][]string{
 		{"nodes", "--curator", curatorAddr},

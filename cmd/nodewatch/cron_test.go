@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/testkit/unitfile"
 )
 
 // TestE2EReadmeCronRecipe runs the README's "Replacing a cron job", as
@@ -99,7 +98,15 @@ func TestE2EReadmeCronRecipe(t *testing.T) {
 
 	// ExecStart, split as systemd splits it, with the unit's environment
 	// (the Curator and the inventory replaced) and a state directory.
-	args := systemdSplit(t, regexp.MustCompile(`(?m)^ExecStart=(.*)$`).FindStringSubmatch(unit)[1])
+	sections, err := unitfile.Parse(unit)
+	if err != nil {
+		t.Fatalf("the README's unit: %v", err)
+	}
+	execStart, _ := sections["Service"].Last("ExecStart")
+	args, err := unitfile.SplitExec(execStart)
+	if err != nil {
+		t.Fatalf("ExecStart=%s: %v", execStart, err)
+	}
 	stateDir, inv2 := t.TempDir(), t.TempDir()
 	for i, a := range args {
 		args[i] = strings.NewReplacer("/var/lib/nodewatch-inventory", stateDir, "/usr/local/bin/", bin+"/").Replace(a)
@@ -121,45 +128,4 @@ func runSnippet(snippet string, env []string) (string, error) {
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// systemdSplit splits a command line as systemd does for ExecStart:
-// words separated by spaces, double or single quotes group, and a
-// backslash escapes the next character.
-func systemdSplit(t *testing.T, line string) []string {
-	t.Helper()
-	var args []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == '\\' && i+1 < len(line):
-			i++
-			cur.WriteByte(line[i])
-			in = true
-		case quote != 0 && ch == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteByte(ch)
-		case ch == '"' || ch == '\'':
-			quote, in = ch, true
-		case ch == ' ':
-			if in {
-				args = append(args, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(ch)
-			in = true
-		}
-	}
-	if quote != 0 {
-		t.Fatalf("ExecStart: unterminated quote: %s", line)
-	}
-	if in {
-		args = append(args, cur.String())
-	}
-	return slices.Clip(args)
 }

@@ -36,6 +36,12 @@ type proc struct {
 	code   int           // run's result, once done is closed
 }
 
+// run is nodewatch without the process around it: it parses args, does
+// the work and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+}
+
 // start runs nodewatch with args in the background.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()

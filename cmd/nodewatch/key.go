@@ -29,11 +29,13 @@ type keyOptions struct {
 	also   []string     // more prefixes (--mgmt exported --for)
 	rules  etcdkv.Rules // --value, and --key-pattern or --mgmt's
 	rev    int64        // --rev: start at this revision (0: now)
+	// verbose: -v, every failed attempt to reconnect on stderr.
+	verbose bool
 }
 
 func keyCommand(e *env) *cli.Command {
 	return subcommand("key", "watch one etcd key, or every key under a prefix", "KEY | --mgmt AREA",
-		append(append(append(connflags.Etcd(),
+		append(append(append(append(connflags.Etcd(), connflags.Verbose()),
 			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.Int64Flag{Name: "rev", Usage: "start at revision `N`: the state as it was at N, then every revision after it, one batch each, then live (as etcdctl watch --rev)", DefaultText: "now"},
@@ -71,7 +73,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{Options: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev")}
+	o := &keyOptions{Options: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev"), verbose: c.Bool("verbose")}
 	switch {
 	case c.IsSet("rev") && o.rev < 1:
 		return nil, cmdline.Usagef("--rev: want a revision of 1 or more, got %d", o.rev)
@@ -129,6 +131,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 				DecodeFrom: decodeFrom,
 				StartRev:   o.rev,
 				Logf:       e.logf,
+				Debugf:     e.debugf(o.verbose),
 				Keeps:      h.Keeps,
 				Listed:     h.Listed,
 				// Confirmations at least twice a heartbeat.

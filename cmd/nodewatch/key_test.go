@@ -15,6 +15,17 @@ import (
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
+// TestKeyRefusedSaysSoAtOnce: an etcd that refuses connections is one
+// line within a second, then exit 3 at --dial-timeout (issue 52); before,
+// nothing was said until then.
+func TestKeyRefusedSaysSoAtOnce(t *testing.T) {
+	t.Parallel()
+	dead := deadAddr(t)
+	refusedSaysSoAtOnce(t, "nodewatch: cannot reach etcd at "+dead+" (connection refused); retrying for up to 3s",
+		"nodewatch: etcd unavailable: no etcd reachable at "+dead+" within 3s (last error: ",
+		"key", "/x", "--etcd", dead, "--dial-timeout", "3s")
+}
+
 func TestKeyOnce(t *testing.T) {
 	t.Parallel()
 	ep, _ := etcdtest.StartWith(t,

@@ -72,15 +72,15 @@ func TestSilentConnection(t *testing.T) {
 			fwd := netfault.Start(t, ep)
 			p := start(t, append([]string{"key", "--prefix", curator.DefaultPrefix, "--etcd", "http://" + fwd.Addr()}, fastKeepalive...)...)
 			return p, p, fwd
-		}, []string{"the connection went silent", "current again via etcd at"}},
+		}, []string{"lost etcd at", "the connection went silent", "recovered etcd at"}},
 		{"nodes", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
 			addr, _ := serve(t, ep)
 			return silenced(t, addr, "nodes")
-		}, []string{"the connection went silent", "watching again after"}},
+		}, []string{"lost curator at", "the connection went silent", "recovered curator at"}},
 		{"node ID", func(t *testing.T, ep string) (*proc, *proc, *netfault.Forwarder) {
 			addr, _ := serve(t, ep)
 			return silenced(t, addr, "node", "metropolis-"+idA)
-		}, []string{"the connection went silent", "watching again after"}},
+		}, []string{"lost curator at", "the connection went silent", "recovered curator at"}},
 		// serve ends its clients' streams with UNAVAILABLE once it cannot
 		// confirm its view, reconnects to etcd, and serves the view
 		// again, which they take as a resync.
@@ -120,7 +120,8 @@ func TestNodesMovesToHealthyReplica(t *testing.T) {
 	fwd.Block()
 	putNode(t, c, node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"))
 	p.waitLine(t, `"type":"updated"`, `NODE_STATE_UP`)
-	waitStderr(t, p, "curator "+cutOff+":", "reconnecting to "+healthy)
+	waitStderr(t, p, "lost curator at "+cutOff+" (")
+	waitStderr(t, p, "recovered curator at "+healthy+" after ")
 }
 
 // heartbeatLine is a heartbeat as printed.

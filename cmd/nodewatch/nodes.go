@@ -25,6 +25,8 @@ type nodesOptions struct {
 	conn   *connflags.CuratorConn
 	nodeID string        // "" for every node
 	health time.Duration // poll GetNodes this often; 0: no health
+	// verbose: -v, every failed attempt to reconnect on stderr.
+	verbose bool
 }
 
 func nodesCommand(e *env) *cli.Command {
@@ -61,7 +63,7 @@ func nodeCommand(e *env) *cli.Command {
 // flags, and an action that takes the node ID (or "" for every node) from
 // nodeID, then parses and runs.
 func curatorCommand(e *env, c *cli.Command, nodeID func(*cli.Context) (string, error)) *cli.Command {
-	c.Flags = append(append(connflags.Curator(), healthFlags()...), watchflags.Flags()...)
+	c.Flags = append(append(append(connflags.Curator(), connflags.Verbose()), healthFlags()...), watchflags.Flags()...)
 	c.Action = func(c *cli.Context) error {
 		id, err := nodeID(c)
 		if err != nil {
@@ -81,7 +83,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	if err != nil {
 		return nil, err
 	}
-	o := &nodesOptions{Options: w, nodeID: nodeID}
+	o := &nodesOptions{Options: w, nodeID: nodeID, verbose: c.Bool("verbose")}
 	if o.conn, err = connflags.ParseCurator(c, e.conn()); err != nil {
 		return nil, err
 	}
@@ -109,6 +111,7 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 			TLS:         o.conn.TLS,
 			NodeID:      o.nodeID,
 			Logf:        e.logf,
+			Debugf:      e.debugf(o.verbose),
 			Listed:      h.Listed,
 			DialTimeout: o.DialTimeout,
 

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -219,6 +221,8 @@ func TestNodesServeRestart(t *testing.T) {
 	got := p.batch(t)
 
 	srv.stop(t)
+	// The loss is said at once, while serve is away.
+	waitStderr(t, p, "nodewatch: lost curator at "+addr+" (")
 	etcdtest.Delete(t, c, curator.DefaultPrefix+"metropolis-"+idA)
 	putNode(t, c, node(idB, commonpb.NodeState_NODE_STATE_DECOMMISSIONED, "10.0.0.2"))
 	putNode(t, c, node(idC, commonpb.NodeState_NODE_STATE_NEW, ""))
@@ -226,8 +230,66 @@ func TestNodesServeRestart(t *testing.T) {
 
 	got = append(got, p.batch(t)...)
 	golden(t, got)
-	if !strings.Contains(p.stderr.String(), "reconnecting") {
-		t.Errorf("stderr does not log the reconnect:\n%s", p.stderr)
+	// One line for the loss and one for the recovery (said before the
+	// resync is printed), however many attempts failed in between.
+	q := regexp.QuoteMeta(addr)
+	matchStderr(t, p.stderr.String(),
+		`nodewatch: lost curator at `+q+` \(.+\); retrying`,
+		`nodewatch: recovered curator at `+q+` after [0-9.]+m?s blind( \([0-9]+ attempts? failed\))?`)
+}
+
+// matchStderr checks that stderr is one line matching each of want, in
+// order.
+func matchStderr(t *testing.T, stderr string, want ...string) {
+	t.Helper()
+	got := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = regexp.MustCompile(`\A` + want[i] + `\z`).MatchString(got[i])
+	}
+	if !ok {
+		t.Errorf("stderr:\n%s\nwant lines matching:\n%s", stderr, strings.Join(want, "\n"))
+	}
+}
+
+// refusedSaysSoAtOnce runs nodewatch with args, which name an endpoint
+// that refuses connections (dead) and --dial-timeout 3s: it says so in one
+// line (want) within a second, keeps trying, and exits 3 at the deadline
+// with the message (final) it always had.
+func refusedSaysSoAtOnce(t *testing.T, want, final string, args ...string) {
+	t.Helper()
+	begin := time.Now()
+	p := start(t, args...)
+	waitStderr(t, p, want)
+	if took := time.Since(begin); took > time.Second {
+		t.Errorf("%q came %v after the start, want within a second", want, took)
+	}
+	if code := p.wait(t); code != exitUnavailable || time.Since(begin) < 3*time.Second {
+		t.Errorf("exit %d after %v, want %d after --dial-timeout 3s", code, time.Since(begin), exitUnavailable)
+	}
+	matchStderr(t, p.stderr.String(), regexp.QuoteMeta(want), regexp.QuoteMeta(final)+`.*`)
+}
+
+// deadAddr returns a loopback address nobody listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l := testkit.Listen(t)
+	l.Close()
+	return l.Addr().String()
+}
+
+// TestNodesRefusedSaysSoAtOnce: a Curator that refuses connections is one
+// line within a second, then exit 3 at --dial-timeout (issue 52).
+func TestNodesRefusedSaysSoAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"nodes", "--once"}, {"node", "metropolis-" + idA}} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			dead := deadAddr(t)
+			refusedSaysSoAtOnce(t, "nodewatch: cannot reach curator at "+dead+" (connection refused); retrying for up to 3s",
+				"nodewatch: unavailable: no connection to curator at "+dead+" within 3s (last error: ",
+				append(args, "--curator", dead, "--dial-timeout", "3s")...)
+		})
 	}
 }
 

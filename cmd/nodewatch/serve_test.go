@@ -27,6 +27,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/embedetcd"
 	"github.com/nodewatch/nodewatch/internal/testkit"
+	"github.com/nodewatch/nodewatch/internal/testkit/certtest"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
 )
 
@@ -36,15 +37,15 @@ import (
 // in testdata/cli: usage-serve.txtar, tls.txtar.)
 func TestServeFlagErrors(t *testing.T) {
 	t.Parallel()
-	p := newPKI(t, "ca")
-	cert, key := p.leaf("srv", x509.ExtKeyUsageServerAuth)
-	_, otherKey := p.leaf("other", x509.ExtKeyUsageServerAuth)
-	missing := filepath.Join(p.dir, "missing.pem")
-	garbage := filepath.Join(p.dir, "garbage.pem")
+	p := certtest.NewCA(t, "ca", certtest.Ed25519PKCS8)
+	cert, key, _, _ := p.Issue(certtest.Spec{CN: "srv", Use: certtest.Server})
+	_, otherKey, _, _ := p.Issue(certtest.Spec{CN: "other", Use: certtest.Server})
+	missing := filepath.Join(p.Dir, "missing.pem")
+	garbage := filepath.Join(p.Dir, "garbage.pem")
 	if err := os.WriteFile(garbage, []byte("not PEM\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	unreadable := filepath.Join(p.dir, "unreadable.key")
+	unreadable := filepath.Join(p.Dir, "unreadable.key")
 	if err := os.WriteFile(unreadable, nil, 0o000); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestServeReloadCertificate(t *testing.T) {
 	}
 
 	t.Run("unusable files keep the certificate", func(t *testing.T) {
-		_, strayKey := cluster.leaf("stray", x509.ExtKeyUsageServerAuth)
+		_, strayKey, _, _ := cluster.Issue(certtest.Spec{CN: "stray", Use: certtest.Server})
 		install(t, strayKey, keyFile)
 		hup <- syscall.SIGHUP
 		waitStderr(t, p, `level=ERROR msg="reload failed, keeping the certificate" subject="CN=server-v2" serial=`,
@@ -182,8 +183,8 @@ func TestServeReloadCertificate(t *testing.T) {
 		install(t, v2Key, keyFile)
 	})
 	t.Run("client CAs", func(t *testing.T) {
-		other := newPKI(t, "new-ca")
-		newCert, newKey := other.leaf("new-operator", x509.ExtKeyUsageClientAuth)
+		other := certtest.NewCA(t, "new-ca", certtest.Ed25519PKCS8)
+		newCert, newKey, _, _ := other.Issue(certtest.Spec{CN: "new-operator"})
 		newClient := operatorTLS(t, caFile, newCert, newKey)
 		if w := openWatch(t, dialTLS(t, addr, newClient)); w.err == nil {
 			t.Fatal("a client of a CA not trusted yet was served")
@@ -192,7 +193,7 @@ func TestServeReloadCertificate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		newCA, err := os.ReadFile(filepath.Join(other.dir, "new-ca.pem"))
+		newCA, err := os.ReadFile(other.File)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +326,7 @@ func containsAll(s string, subs []string) bool {
 // rotation is a server certificate in files that a test replaces, issued
 // by a cluster CA, and an operator's TLS for that CA.
 type rotation struct {
-	cluster           *pki
+	cluster           *certtest.CA
 	caFile            string // the cluster CA's certificate
 	certFile, keyFile string // the server's
 	client            *tls.Config
@@ -335,15 +336,15 @@ type rotation struct {
 // new directory.
 func newRotation(t *testing.T) *rotation {
 	t.Helper()
-	cluster := newPKI(t, "cluster-ca")
+	cluster := certtest.NewCA(t, "cluster-ca", certtest.Ed25519PKCS8)
 	dir := t.TempDir()
 	r := &rotation{
 		cluster:  cluster,
-		caFile:   filepath.Join(cluster.dir, "cluster-ca.pem"),
+		caFile:   cluster.File,
 		certFile: filepath.Join(dir, "srv.pem"),
 		keyFile:  filepath.Join(dir, "srv.key"),
 	}
-	cliCert, cliKey := cluster.leaf("operator", x509.ExtKeyUsageClientAuth)
+	cliCert, cliKey, _, _ := cluster.Issue(certtest.Spec{CN: "operator"})
 	r.client = operatorTLS(t, r.caFile, cliCert, cliKey)
 	r.to(t, "server-v1")
 	return r
@@ -353,7 +354,7 @@ func newRotation(t *testing.T) *rotation {
 // and returns the files it was issued in.
 func (r *rotation) to(t *testing.T, cn string) (cert, key string) {
 	t.Helper()
-	cert, key = r.cluster.leaf(cn, x509.ExtKeyUsageServerAuth)
+	cert, key, _, _ = r.cluster.Issue(certtest.Spec{CN: cn, Use: certtest.Server})
 	install(t, cert, r.certFile)
 	install(t, key, r.keyFile)
 	return cert, key
@@ -506,9 +507,9 @@ func (w *watchStream) serverCN() string {
 func TestServeExpiredCertificate(t *testing.T) {
 	t.Parallel()
 	ep := etcdtest.Start(t)
-	p := newPKI(t, "ca")
+	p := certtest.NewCA(t, "ca", certtest.Ed25519PKCS8)
 	notAfter := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
-	cert, key := p.leafValid("expired", x509.ExtKeyUsageServerAuth, notAfter.Add(-time.Hour), notAfter)
+	cert, key, _, _ := p.Issue(certtest.Spec{CN: "expired", Use: certtest.Server, NotBefore: notAfter.Add(-time.Hour), NotAfter: notAfter})
 	proc, _ := startServe(t, nil, "--etcd", ep, "--listen-cert", cert, "--listen-key", key)
 	waitStderr(t, proc, "level=WARN msg=\"--listen-cert "+cert+": the certificate expired at "+notAfter.Format(time.RFC3339)+"; clients will refuse it")
 }

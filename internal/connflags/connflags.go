@@ -42,6 +42,11 @@ func ParseEtcd(c *cli.Context, e Env) (dial.EtcdConfig, error) {
 	if len(o.Endpoints) == 0 {
 		return o, cmdline.Usagef("--etcd: no endpoint given")
 	}
+	for _, ep := range o.Endpoints {
+		if err := etcdEndpoint(ep); err != nil {
+			return o, err
+		}
+	}
 	ct, err := parseClientTLS(c, e, false)
 	if err != nil {
 		return o, err
@@ -75,6 +80,13 @@ func ParseEtcd(c *cli.Context, e Env) (dial.EtcdConfig, error) {
 	return o, nil
 }
 
+// Verbose is -v, --verbose, of the commands that watch: on stderr, every
+// failed attempt to reach the server, not only the line that says the
+// connection is lost and the one that says it is back (see dial.Outage).
+func Verbose() cli.Flag {
+	return &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also say on stderr every failed attempt to reconnect, not only the loss and the recovery"}
+}
+
 // DefaultCurator is where `nodes` looks for a Curator, and where `serve`
 // listens, unless told otherwise.
 func DefaultCurator() string {
@@ -84,7 +96,7 @@ func DefaultCurator() string {
 // Curator are the flags that reach a Curator.
 func Curator() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "curator", Value: DefaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: "Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`"},
+		&cli.StringFlag{Name: "curator", Value: DefaultCurator(), EnvVars: []string{"NODEWATCH_CURATOR"}, Usage: fmt.Sprintf("Curator endpoints, comma-separated `HOST:PORT[,HOST:PORT…]`; a HOST alone means port %d", curator.DefaultPort)},
 	}, append(append(tlsFlags(), curatorTLSFlags()...), keepaliveFlags()...)...)
 }
 
@@ -104,13 +116,10 @@ func ParseCurator(c *cli.Context, e Env) (*CuratorConn, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, cmdline.Usagef("--curator: no endpoint given")
 	}
-	for _, ep := range o.Endpoints {
-		if scheme, _, ok := strings.Cut(ep, "://"); ok {
-			hint := ""
-			if scheme == "https" {
-				hint = ", with --tls (or --cacert FILE) for TLS"
-			}
-			return nil, cmdline.Usagef("--curator %s: want HOST:PORT, a gRPC address without a scheme%s", ep, hint)
+	for i, ep := range o.Endpoints {
+		var err error
+		if o.Endpoints[i], err = curatorEndpoint(ep); err != nil {
+			return nil, err
 		}
 	}
 	ct, err := parseClientTLS(c, e, true)

@@ -5,20 +5,11 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-	"golang.org/x/term"
 )
 
-// ReadPassword turns the echo of the terminal fd off, prompts, and reads
-// a line; it restores the terminal as it was. It
-// returns ctx.Err() when ctx ends first (Ctrl-C, with the signal context),
-// with the terminal as it was: term.ReadPassword would block until a line
-// came, with the echo off.
-func ReadPassword(ctx context.Context, fd int, prompt func()) (string, error) {
-	saved, err := term.GetState(fd)
-	if err != nil {
-		return "", err
-	}
-	defer term.Restore(fd, saved)
+// readPassword turns the echo off with termios (ReadPassword restores
+// it), prompts, and waits in poll(2) for a line, giving up when ctx ends.
+func readPassword(ctx context.Context, fd int, prompt func()) (string, error) {
 	tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
 		return "", err

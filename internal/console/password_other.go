@@ -8,16 +8,10 @@ import (
 	"golang.org/x/term"
 )
 
-// ReadPassword turns the echo of the terminal fd off, prompts, and reads
-// a line with x/term; it restores the terminal as it was. It returns
-// ctx.Err() when ctx ends first (Ctrl-C), with the terminal restored; the
-// read itself cannot be interrupted here and is abandoned.
-func ReadPassword(ctx context.Context, fd int, prompt func()) (string, error) {
-	saved, err := term.GetState(fd)
-	if err != nil {
-		return "", err
-	}
-	defer term.Restore(fd, saved)
+// readPassword prompts and reads a line with x/term, which turns the echo
+// off; when ctx ends first, the read, which cannot be interrupted here, is
+// abandoned.
+func readPassword(ctx context.Context, fd int, prompt func()) (string, error) {
 	prompt()
 	type result struct {
 		line []byte

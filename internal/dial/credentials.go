@@ -115,6 +115,9 @@ type Credentials struct {
 	tls                              *TLS
 	nameServer                       bool // messages name the server they are about
 	last                             *lastError
+	// outage, if set, is told of every failure kept (Outage.Retry), and
+	// of each connection's first answer (Outage.Reached).
+	outage *Outage
 }
 
 // lastError is the last failure of the connections of a Credentials and
@@ -128,6 +131,14 @@ func (l *lastError) get() error {
 		return *p
 	}
 	return nil
+}
+
+// keep keeps err, a failure of a connection to server, as the last.
+func (c *Credentials) keep(server string, err error) {
+	c.last.set(err)
+	if c.outage != nil {
+		c.outage.Retry(server, err)
+	}
 }
 
 // Explain returns err, or, when err only says that time ran out and a
@@ -152,7 +163,7 @@ func (c *Credentials) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	conn, err := (&net.Dialer{}).DialContext(ctx, network, address)
 	if err != nil && ctx.Err() == nil {
-		c.last.set(err)
+		c.keep(addr, err)
 	}
 	return conn, err
 }
@@ -194,7 +205,7 @@ func (c *Credentials) ClientHandshake(ctx context.Context, authority string, raw
 		// A handshake cut short because the client gave up says nothing
 		// of the server: it must not hide why an earlier one failed.
 		if ctx.Err() == nil || c.last.get() == nil {
-			c.last.set(err)
+			c.keep(server, err)
 		}
 		return nil, nil, err
 	}
@@ -220,12 +231,12 @@ type explainedConn struct {
 
 func (ec *explainedConn) Read(b []byte) (int, error) {
 	n, err := ec.Conn.Read(b)
-	if n > 0 {
-		ec.works.Store(true)
+	if n > 0 && !ec.works.Load() && !ec.works.Swap(true) && ec.c.outage != nil {
+		ec.c.outage.Reached() // the server answers
 	}
 	if err != nil && !ec.works.Load() {
 		err = ec.c.explain(ec.server, err, ec.asked)
-		ec.c.last.set(err)
+		ec.c.keep(ec.server, err)
 	}
 	return n, err
 }
@@ -234,7 +245,7 @@ func (ec *explainedConn) Write(b []byte) (int, error) {
 	n, err := ec.Conn.Write(b)
 	if err != nil && !ec.works.Load() {
 		err = ec.c.explain(ec.server, err, ec.asked)
-		ec.c.last.set(err)
+		ec.c.keep(ec.server, err)
 	}
 	return n, err
 }
@@ -256,36 +267,36 @@ func (c *Credentials) explain(server string, err error, asked bool) error {
 		// A TLS server hangs up on a plaintext client; the client sees
 		// the end of the stream, or a reset if it was still writing.
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-			return fmt.Errorf("%s closed the connection before answering: if it serves TLS, give %s", server, t.Flags.TLS)
+			return tlsFailure("%s closed the connection before answering: if it serves TLS, give %s", server, t.Flags.TLS)
 		}
 	case errors.As(err, &plain):
-		return fmt.Errorf("%s does not speak TLS (%v): if it serves plaintext, drop the TLS flags; else check the address", server, err)
+		return tlsFailure("%s does not speak TLS (%v): if it serves plaintext, drop the TLS flags; else check the address", server, err)
 	case errors.As(err, &unknown) && unknown.Cert != nil:
 		if t.Roots == "" {
-			return fmt.Errorf("%s (%s) is not signed by a CA this system trusts: give the server's CA with %s", certOf(server), describe(unknown.Cert), t.Flags.Roots)
+			return tlsFailure("%s (%s) is not signed by a CA this system trusts: give the server's CA with %s", certOf(server), describe(unknown.Cert), t.Flags.Roots)
 		}
-		return fmt.Errorf("%s (%s) is not signed by %s", certOf(server), describe(unknown.Cert), t.Roots)
+		return tlsFailure("%s (%s) is not signed by %s", certOf(server), describe(unknown.Cert), t.Roots)
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		cert := invalid.Cert
 		if time.Now().Before(cert.NotBefore) {
-			return fmt.Errorf("%s (%s) is not valid before %s", certOf(server), describe(cert), cert.NotBefore.UTC().Format(time.RFC3339))
+			return tlsFailure("%s (%s) is not valid before %s", certOf(server), describe(cert), cert.NotBefore.UTC().Format(time.RFC3339))
 		}
-		return fmt.Errorf("%s (%s) expired at %s", certOf(server), describe(cert), cert.NotAfter.UTC().Format(time.RFC3339))
+		return tlsFailure("%s (%s) expired at %s", certOf(server), describe(cert), cert.NotAfter.UTC().Format(time.RFC3339))
 	case errors.As(err, &host) && host.Certificate != nil:
 		msg := fmt.Sprintf("%s (%s) is not for %s (%v): %s expects another name", certOf(server), describe(host.Certificate), host.Host, host, t.Flags.ServerName)
 		if t.Flags.ChainOnly != "" {
 			msg += "; " + t.Flags.ChainOnly
 		}
-		return errors.New(msg)
+		return tlsFailure("%s", msg)
 	case asked && t.Client == "":
-		return fmt.Errorf("%s requires a client certificate (%v): give %s", server, err, t.Flags.Client)
+		return tlsFailure("%s requires a client certificate (%v): give %s", server, err, t.Flags.Client)
 	case asked:
-		return fmt.Errorf("%s requires a client certificate signed by a CA it trusts, and %s is not (%v)", server, t.Client, err)
+		return tlsFailure("%s requires a client certificate signed by a CA it trusts, and %s is not (%v)", server, t.Client, err)
 	case errors.As(err, &remote) && remote.Op == "remote error":
 		if t.Client != "" {
-			return fmt.Errorf("%s refused the connection (%v); the client certificate was %s", server, err, t.Client)
+			return tlsFailure("%s refused the connection (%v); the client certificate was %s", server, err, t.Client)
 		}
-		return fmt.Errorf("%s refused the connection (%v)", server, err)
+		return tlsFailure("%s refused the connection (%v)", server, err)
 	}
 	return err
 }

@@ -39,6 +39,10 @@ type EtcdConfig struct {
 	// Conns, if set, keeps the client's connections, so that a watch
 	// that found etcd silent can close them (see Conns).
 	Conns *Conns
+	// Outage, if set, is told of every connection that fails
+	// (Outage.Retry), and of every first answer on one (Outage.Reached):
+	// etcd's client connects, and retries, out of sight.
+	Outage *Outage
 }
 
 // Timeout returns DialTimeout, or DefaultDialTimeout when it is 0.
@@ -83,6 +87,7 @@ func Etcd(ctx context.Context, cfg EtcdConfig) (*EtcdClient, error) {
 		}
 	}
 	creds := t.Credentials(true)
+	creds.outage = cfg.Outage
 	var tc *tls.Config
 	if t != nil {
 		tc = t.Config

@@ -15,10 +15,15 @@
 //     is noticed and replaced, and the connections a watch can close when
 //     it found them silent (Conns), and gRPC's own reconnects of a
 //     connection backed off from 100ms to 5s with jitter
-//     (Keepalive.DialOptions).
+//     (Keepalive.DialOptions);
+//   - what a watch tells the user of its connection (Outage): one line
+//     when it is lost, in the user's words (Reason), one when it is back,
+//     the attempts in between counted, and an unreachable endpoint said
+//     to be one within a second of the start (Announce).
 //
 // Watching again after a broken stream is the callers' (they know when
-// one broke), with package backoff's capped, jittered waits.
+// one broke), with package backoff's capped, jittered waits; they tell
+// their Outage.
 package dial
 
 import (

@@ -32,7 +32,14 @@ type Config = dial.EtcdConfig
 // endpoints and the last error (explained, see dial.Credentials); a
 // refusal (bad credentials, permission denied: see refused) is a plain
 // error; ctx ending returns ctx.Err().
+//
+// With cfg.Outage set, Connect begins it (dial.Outage.Begin), so that an
+// etcd not reached within dial.Announce is said to be unreachable then,
+// with why, and ends its start once etcd answered.
 func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv3.Client, error) {
+	if cfg.Outage != nil {
+		cfg.Outage.Begin()
+	}
 	client, err := dial.Etcd(ctx, cfg)
 	if err != nil {
 		return nil, connectError(ctx, cfg, err)
@@ -49,6 +56,9 @@ func Connect(ctx context.Context, cfg Config, key string, prefix bool) (*clientv
 	if _, err := client.Get(pctx, key, probe...); err != nil {
 		client.Close()
 		return nil, connectError(ctx, cfg, client.Explain(err))
+	}
+	if cfg.Outage != nil {
+		cfg.Outage.Up(strings.Join(cfg.Endpoints, ","))
 	}
 	return client.Client, nil
 }
@@ -100,9 +110,12 @@ type Source struct {
 }
 
 // Run connects (see Connect), then runs the Watcher until ctx ends or
-// etcd refuses for good; it closes the client it opened.
+// etcd refuses for good; it closes the client it opened. Connecting and
+// watching tell the user of losses as one (a dial.Outage over the
+// Watcher's Logf and Debugf).
 func (s *Source) Run(ctx context.Context, out flow.Sink) error {
-	cfg := s.Config
+	cfg := s.config()
+	defer cfg.Outage.Stop()
 	if cfg.Conns == nil {
 		cfg.Conns = dial.NewConns()
 	}
@@ -112,19 +125,30 @@ func (s *Source) Run(ctx context.Context, out flow.Sink) error {
 	}
 	defer client.Close()
 	w := s.Watcher
-	w.Client, w.Keepalive, w.Conns = client, cfg.Keepalive, cfg.Conns
+	w.Client, w.Keepalive, w.Conns, w.outage = client, cfg.Keepalive, cfg.Conns, cfg.Outage
 	return w.Run(ctx, out)
 }
 
 // List connects, then reads the state once with the Watcher's List (page
 // by page, in ascending key order); it closes the client it opened.
 func (s *Source) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
-	client, err := Connect(ctx, s.Config, s.Watcher.Key, s.Watcher.Prefix)
+	cfg := s.config()
+	defer cfg.Outage.Stop()
+	client, err := Connect(ctx, cfg, s.Watcher.Key, s.Watcher.Prefix)
 	if err != nil {
 		return 0, err
 	}
 	defer client.Close()
 	w := s.Watcher
-	w.Client = client
+	w.Client, w.outage = client, cfg.Outage
 	return w.List(ctx, page)
+}
+
+// config is Config with an Outage of its own, over the Watcher's Logf
+// and Debugf.
+func (s *Source) config() Config {
+	cfg := s.Config
+	cfg.Outage = &dial.Outage{Server: "etcd", Endpoints: strings.Join(cfg.Endpoints, ","), Deadline: cfg.Timeout(),
+		Logf: s.Watcher.Logf, Debugf: s.Watcher.Debugf}
+	return cfg
 }

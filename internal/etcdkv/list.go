@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -69,6 +70,7 @@ var errListCompacted = errors.New("the revision of the listing was compacted whi
 // its last page was read fails (it cannot start over: pages were handed
 // on).
 func (w *Watcher) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
+	defer w.report()()
 	rev, err := w.pages(ctx, w.StartRev, page)
 	if err = w.startRevError(err); errors.Is(err, errListCompacted) {
 		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
@@ -180,12 +182,15 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 	if r.end != "" {
 		req.RangeEnd = []byte(r.end)
 	}
-	for {
+	for failed := false; ; failed = true {
 		resp := &etcdwire.RangeResponse{}
 		err := rpctypes.Error(w.Client.ActiveConnection().Invoke(ctx, etcdwire.RangeMethod, req, resp,
 			grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(etcdwire.Codec{})))
 		switch {
 		case err == nil:
+			if failed {
+				w.outage.Up(w.peer)
+			}
 			return resp, nil
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -196,7 +201,8 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 		case refused(err):
 			return nil, fmt.Errorf("list %q: %w", w.Key, err)
 		}
-		w.logf("list %q at rev %d: %v (retrying)", w.Key, rev, err)
+		w.outage.Lost(w.peer, err, time.Time{})
+		w.debugf("list %q at rev %d: retrying", w.Key, rev)
 		if err := b.Wait(ctx); err != nil {
 			return nil, err
 		}

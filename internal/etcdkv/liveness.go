@@ -41,7 +41,7 @@ var errSilent = errors.New("no answer")
 // written it proves etcd rather than this stream, which can miss nothing
 // meanwhile; once something is written, progress answers prove the stream
 // again, or its silence ends it.
-func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, server string, cancel context.CancelCauseFunc, ah *ahead, key string, out flow.Sink) {
+func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *atomic.Int64, peer string, cancel context.CancelCauseFunc, ah *ahead, key string, out flow.Sink) {
 	progress := &pb.WatchRequest{RequestUnion: &pb.WatchRequest_ProgressRequest{ProgressRequest: &pb.WatchProgressRequest{}}}
 	probe := &pb.RangeRequest{Key: []byte(key), KeysOnly: true, Limit: 1}
 	w.live.ka.Prove(ctx, w.ConfirmEvery, heard,
@@ -56,20 +56,20 @@ func (w *Watcher) prove(ctx context.Context, stream grpc.ClientStream, heard *at
 			if !ah.confirm(resp.Revision, out) {
 				return false, nil // written since: the next progress request is answered
 			}
-			w.current(time.Now(), server)
+			w.current(time.Now(), peer)
 			return true, nil
 		},
 		func(quiet time.Duration) {
-			w.endSilent(cancel, fmt.Sprintf("%v from %s for %v, not even to a progress request", errSilent, server, quiet.Round(time.Millisecond)))
+			w.endSilent(cancel, fmt.Sprintf("%v for %v, not even to a progress request", errSilent, quiet.Round(time.Millisecond)))
 		})
 }
 
 // current records a confirmation that the watch is current, heard
-// through server, and logs it if it ends a time without one.
-func (w *Watcher) current(now time.Time, server string) {
-	if d, ok := w.live.heard(now); ok {
-		w.logf("watch %q: current again via %s after %v without confirmation", w.Key, server, d.Round(time.Millisecond))
-	}
+// through peer (an address), and says that the watch is back if it was
+// lost (dial.Outage.Up).
+func (w *Watcher) current(now time.Time, peer string) {
+	w.live.heard(now)
+	w.outage.Up(peer)
 }
 
 // ahead says whether the watches of a stream start after etcd's revision
@@ -149,7 +149,10 @@ type silentError struct {
 }
 
 func (e *silentError) Error() string {
-	return fmt.Sprintf("%s: the connection went silent (%d silent connection(s) closed)", e.what, e.closed.Load())
+	if n := e.closed.Load(); n > 0 {
+		return fmt.Sprintf("%s: the connection went silent; %d silent connection(s) closed", e.what, n)
+	}
+	return e.what + ": the connection went silent"
 }
 
 func (e *silentError) Unwrap() error { return errSilent }
@@ -160,45 +163,26 @@ type liveness struct {
 	ka        dial.Keepalive // with the defaults
 	onCurrent func(current bool)
 
-	last     atomic.Int64 // unix nanoseconds: the last confirmation
-	troubled atomic.Bool  // lostAt or stale is set
-	mu       sync.Mutex   // guards the fields below
-	// lostAt: unix nanoseconds of the last confirmation before a stream
-	// was lost (0: none lost since).
-	lostAt int64
-	stale  bool // onCurrent(false) was the last call
+	last  atomic.Int64 // unix nanoseconds: the last confirmation
+	stale atomic.Bool  // onCurrent(false) was the last call
+	mu    sync.Mutex   // held while stale changes, so that onCurrent's calls alternate
 }
 
-// heard records a confirmation at now. If a stream was lost, or the
-// watcher went stale, since the confirmation before, it returns how long
-// the watcher went without one, and true.
-func (l *liveness) heard(now time.Time) (time.Duration, bool) {
-	prev := l.last.Swap(now.UnixNano())
-	if !l.troubled.Load() {
-		return 0, false
+// heard records a confirmation at now, and calls onCurrent(true) if the
+// watcher was stale.
+func (l *liveness) heard(now time.Time) {
+	l.last.Store(now.UnixNano())
+	if !l.stale.Load() {
+		return
 	}
-	l.mu.Lock()
-	lostAt, stale := l.lostAt, l.stale
-	l.lostAt, l.stale = 0, false
-	l.troubled.Store(false)
-	if stale && l.onCurrent != nil {
-		l.onCurrent(true)
-	}
-	l.mu.Unlock()
-	if lostAt == 0 {
-		lostAt = prev
-	}
-	return now.Sub(time.Unix(0, lostAt)), true
-}
-
-// lost records that a stream ended.
-func (l *liveness) lost() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lostAt == 0 {
-		l.lostAt = l.last.Load()
+	if l.stale.Load() {
+		l.stale.Store(false)
+		if l.onCurrent != nil {
+			l.onCurrent(true)
+		}
 	}
-	l.troubled.Store(true)
 }
 
 // monitor calls onCurrent(false) each time Keepalive.Time +
@@ -211,9 +195,8 @@ func (l *liveness) monitor(ctx context.Context) {
 			return
 		}
 		l.mu.Lock()
-		if l.last.Load() == last && !l.stale {
-			l.stale = true
-			l.troubled.Store(true)
+		if l.last.Load() == last && !l.stale.Load() {
+			l.stale.Store(true)
 			if l.onCurrent != nil {
 				l.onCurrent(false)
 			}

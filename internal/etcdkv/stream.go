@@ -53,8 +53,12 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 		if !slices.Equal(before, revs) {
 			b.Reset() // progress was made: this is a fresh failure
 		}
-		w.live.lost()
-		w.logf("watch %q: %v; resuming at rev %d", w.Key, err, slices.Min(revs)+1)
+		var since time.Time // blind since the loss, or since a silent watch last heard
+		if errors.Is(err, errSilent) {
+			since = time.Unix(0, w.live.last.Load())
+		}
+		w.outage.Lost(w.peer, err, since)
+		w.debugf("watch %q: resuming at rev %d", w.Key, slices.Min(revs)+1)
 		w.restarted(false)
 		if err := b.Wait(ctx); err != nil {
 			return err
@@ -90,7 +94,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	deadline := w.live.ka.Time + w.live.ka.Timeout
 	opening := time.AfterFunc(deadline, func() {
 		if !answered.Load() {
-			w.endSilent(cancel, fmt.Sprintf("%v from etcd for %v while opening a watch", errSilent, deadline))
+			w.endSilent(cancel, fmt.Sprintf("%v for %v while opening a watch", errSilent, deadline))
 		}
 	})
 	defer opening.Stop()
@@ -122,17 +126,17 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			return rpctypes.Error(err)
 		}
 	}
-	server := "etcd"
 	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
-		server = "etcd at " + p.Addr.String()
+		w.peer = p.Addr.String()
 	}
+	at := w.peer
 	heard := &atomic.Int64{} // when this stream last received anything
 	heard.Store(time.Now().UnixNano())
 	ah := &ahead{start: start}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
-	wg.Go(func() { w.prove(wctx, stream, heard, server, cancel, ah, ranges[0].key, out) })
+	wg.Go(func() { w.prove(wctx, stream, heard, at, cancel, ah, ranges[0].key, out) })
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
@@ -143,7 +147,7 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			answered.Store(true)
 			now := time.Now()
 			heard.Store(now.UnixNano())
-			w.current(now, server)
+			w.current(now, at)
 			if resp.HasHeader && resp.Revision >= start {
 				ah.end()
 			}

@@ -8,7 +8,9 @@
 // broken watch resumes at the last seen revision + 1; when the history it
 // needs is gone (compaction), it lists again and hands over the full state
 // as a resync, for the follower to turn into differences. Transient errors
-// are logged and retried with capped backoff, never returned.
+// are retried with capped backoff, never returned; the user is told of
+// them as a dial.Outage tells: one line when the watch is lost, one when
+// it is current again, every failed attempt in between on Debugf only.
 //
 // It also owns what a key and its value become: Rules name a key's
 // segments and decode its value into the object nodewatch prints (Object,
@@ -58,8 +60,12 @@ type Watcher struct {
 	DecodeFrom func(kv *mvccpb.KeyValue, ref any) (any, error)
 	// ID turns a key into the id of its object. Nil uses the key.
 	ID func(key string) string
-	// Logf reports what the watcher retries or skips. Nil discards.
+	// Logf says when the watch is lost and when it is current again (see
+	// dial.Outage), and what the watcher skips. Nil discards.
 	Logf func(format string, args ...any)
+	// Debugf says every failed attempt between a loss and the recovery,
+	// and where the watch resumes (-v). Nil discards.
+	Debugf func(format string, args ...any)
 	// MaxBackoff caps the wait between retries; 0 means 5s.
 	MaxBackoff time.Duration
 	// Keepalive says how often the watch must prove that it is current
@@ -122,6 +128,12 @@ type Watcher struct {
 	onPage func(keys int)
 
 	live *liveness // of the current Run
+	// outage tells of the losses of the current Run or List: Source's,
+	// which told of connecting, or one of the watcher's own.
+	outage *dial.Outage
+	// peer is the address of etcd that the last watch stream went to (or
+	// the client's endpoints, before one did).
+	peer string
 	// keys is, during Run, the state of each key under Key, by key: every
 	// key that the listing or an event brought, also those a filter keeps
 	// out of the view (about 100 bytes a key, with no object unless
@@ -162,6 +174,7 @@ func (w *Watcher) ranges() []keyRange {
 // credentials, an invalid request); it closes nothing: out belongs to the
 // caller.
 func (w *Watcher) Run(ctx context.Context, out flow.Sink) error {
+	defer w.report()()
 	w.live = &liveness{ka: w.Keepalive.OrDefaults(), onCurrent: w.OnCurrent}
 	w.live.heard(time.Now())
 	ctx, cancel := context.WithCancel(ctx)
@@ -177,13 +190,27 @@ func (w *Watcher) Run(ctx context.Context, out flow.Sink) error {
 			return err // ctx's, or the StartRev that cannot be read
 		}
 		start = 0
-		w.live.heard(time.Now())
+		w.current(time.Now(), w.peer)
 		out.Put(flow.Batch{Changes: changes, Cause: cause, Synced: true, Rev: rev, Confirmed: true})
 		cause = flow.CauseResync
 		if err := w.watch(ctx, rev, out); err != nil {
 			return err
 		}
 		// The history after rev is gone: list again.
+	}
+}
+
+// report sets up what tells of the losses of a Run or a List, and
+// returns what ends it.
+func (w *Watcher) report() (end func()) {
+	w.peer = strings.Join(w.Client.Endpoints(), ",")
+	if w.outage != nil {
+		return func() {} // Source's, which ends it
+	}
+	w.outage = &dial.Outage{Server: "etcd", Endpoints: w.peer, Logf: w.Logf, Debugf: w.Debugf}
+	return func() {
+		w.outage.Stop()
+		w.outage = nil
 	}
 }
 
@@ -196,5 +223,11 @@ func (w *Watcher) restarted(compacted bool) {
 func (w *Watcher) logf(format string, args ...any) {
 	if w.Logf != nil {
 		w.Logf(format, args...)
+	}
+}
+
+func (w *Watcher) debugf(format string, args ...any) {
+	if w.Debugf != nil {
+		w.Debugf(format, args...)
 	}
 }

@@ -174,7 +174,7 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	all := etcdtest.Client(t, strings.Join(cluster.Endpoints, ","))
 	only0 := etcdtest.Client(t, cluster.Endpoints[0])
 	var logs testkit.Buffer
-	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
+	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf, Debugf: logs.Logf}
 	mb := startWatcher(t, w)
 	next(t, mb) // the initial listing
 	rev := etcdtest.Put(t, all, "/q/a", "1")

@@ -6,6 +6,21 @@ import (
 	"testing"
 )
 
+// randomBytes returns n random bytes: one in oneIn (on average) from
+// alphabet, the bytes the scanner under test stops at and their
+// neighbours, and the others from other.
+func randomBytes(rng *rand.Rand, n int, alphabet []byte, oneIn int, other func() byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		if rng.IntN(oneIn) == 0 {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		} else {
+			b[i] = other()
+		}
+	}
+	return b
+}
+
 // TestStringStop: stringStop, with and without high, finds what a
 // byte-at-a-time loop finds, from every start, in random bytes rich in the ones it stops at and in their
 // neighbours (0x1f, 0x20, '!', '#', '[', ']', 0x7f, 0x80, 0xff).
@@ -13,14 +28,7 @@ func TestStringStop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	alphabet := []byte{'"', '\\', 0, 0x1f, 0x20, '!', '#', '[', ']', 'a', 0x7f, 0x80, 0xff, 0xa2, 0xdc}
 	for range 20000 {
-		s := make([]byte, rng.IntN(40))
-		for i := range s {
-			if rng.IntN(4) == 0 {
-				s[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				s[i] = byte(rng.UintN(256))
-			}
-		}
+		s := randomBytes(rng, rng.IntN(40), alphabet, 4, func() byte { return byte(rng.UintN(256)) })
 		for i := 0; i <= len(s); i++ {
 			want := i
 			for want < len(s) && s[want] != '"' && s[want] != '\\' && s[want] >= 0x20 {
@@ -47,14 +55,7 @@ func TestPlainLen(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	alphabet := []byte{'"', '\\', 0, 0x1f, 0x20, '!', '#', '[', ']', '~', 0x7f, 0x80, 0xff, 0xa2, 0xdc, 0xfe}
 	for range 20000 {
-		s := make([]byte, rng.IntN(40))
-		for i := range s {
-			if rng.IntN(12) == 0 {
-				s[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				s[i] = byte(' ' + rng.IntN('~'-' '+1))
-			}
-		}
+		s := randomBytes(rng, rng.IntN(40), alphabet, 12, func() byte { return byte(' ' + rng.IntN('~'-' '+1)) })
 		want := 0
 		for want < len(s) && ' ' <= s[want] && s[want] <= '~' && s[want] != '"' && s[want] != '\\' {
 			want++
@@ -76,14 +77,7 @@ func TestStringEnd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	alphabet := []byte{'"', '\\', 0x01, 0x1f, 0x80, 0xff, 'a', 'z', '~', ' '}
 	for range 50000 {
-		b := make([]byte, rng.IntN(30))
-		for i := range b {
-			if rng.IntN(6) == 0 {
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('a' + rng.IntN(26))
-			}
-		}
+		b := randomBytes(rng, rng.IntN(30), alphabet, 6, func() byte { return byte('a' + rng.IntN(26)) })
 		i := 0
 		if len(b) > 0 {
 			i = rng.IntN(len(b))
@@ -114,14 +108,7 @@ func TestKeyEnd(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	alphabet := []byte{'"', '\\', 0x01, 0x80, 0xc3, 0xa9, 0xff, 'a', '~'}
 	for range 50000 {
-		b := make([]byte, 1+rng.IntN(30))
-		for i := range b {
-			if rng.IntN(5) == 0 {
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('a' + rng.IntN(26))
-			}
-		}
+		b := randomBytes(rng, 1+rng.IntN(30), alphabet, 5, func() byte { return byte('a' + rng.IntN(26)) })
 		i := rng.IntN(len(b))
 		b[i] = '"'
 		end := stringEnd(b, i)

@@ -40,13 +40,14 @@ func nonblockingPipe(t *testing.T) (r, w *os.File) {
 	return r, w
 }
 
-func writerOf(t *testing.T, f *os.File) *Writer {
+// rawConn returns c's RawConn, for NewReader and NewWriter.
+func rawConn(t *testing.T, c syscall.Conn) syscall.RawConn {
 	t.Helper()
-	rc, err := f.SyscallConn()
+	rc, err := c.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewWriter(rc)
+	return rc
 }
 
 // chunks returns n random chunks of up to max bytes, each filled with
@@ -73,7 +74,7 @@ func TestWriterModel(t *testing.T) {
 	for seed := range uint64(8) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		r, w := nonblockingPipe(t)
-		qw := writerOf(t, w)
+		qw := NewWriter(rawConn(t, w))
 		cs := chunks(rng, 40, 200_000) // a pipe holds 64 KiB
 		var want bytes.Buffer
 		for _, c := range cs {
@@ -114,7 +115,7 @@ func TestWriterModel(t *testing.T) {
 func TestWriterWholeChunks(t *testing.T) {
 	skipUnsupported(t)
 	r, w := nonblockingPipe(t)
-	qw := writerOf(t, w)
+	qw := NewWriter(rawConn(t, w))
 	rng := rand.New(rand.NewPCG(3, 4))
 	cs := chunks(rng, 60, 100_000)
 	got := make(chan []byte)
@@ -162,21 +163,12 @@ func TestWriterWholeChunks(t *testing.T) {
 func TestWriterBrokenPipe(t *testing.T) {
 	skipUnsupported(t)
 	r, w := nonblockingPipe(t)
-	qw := writerOf(t, w)
+	qw := NewWriter(rawConn(t, w))
 	r.Close()
 	_, err := qw.Write([]byte("x\n"))
 	if !errors.Is(err, syscall.EPIPE) {
 		t.Fatalf("write to a pipe without a reader: %v, want EPIPE", err)
 	}
-}
-
-func readerOf(t *testing.T, c *net.TCPConn) *Reader {
-	t.Helper()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return NewReader(rc)
 }
 
 // TestReaderModel sends random chunks, with pauses, and reads them with
@@ -187,7 +179,7 @@ func TestReaderModel(t *testing.T) {
 	for seed := range uint64(8) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		c, s := testkit.TCPPair(t)
-		qr := readerOf(t, c)
+		qr := NewReader(rawConn(t, c))
 		cs := chunks(rng, 60, 50_000)
 		var want bytes.Buffer
 		for _, ch := range cs {
@@ -231,7 +223,7 @@ func TestReaderModel(t *testing.T) {
 func TestReaderDeadlineAndClose(t *testing.T) {
 	skipUnsupported(t)
 	c, _ := testkit.TCPPair(t)
-	qr := readerOf(t, c)
+	qr := NewReader(rawConn(t, c))
 	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 	if _, err := qr.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read past the deadline: %v, want a deadline error", err)
@@ -257,7 +249,7 @@ func TestReaderDeadlineAndClose(t *testing.T) {
 func TestRaceDetectorSees(t *testing.T) {
 	skipUnsupported(t)
 	c, s := testkit.TCPPair(t)
-	qr := readerOf(t, c)
+	qr := NewReader(rawConn(t, c))
 	shared := 0
 	go func() {
 		shared = 42

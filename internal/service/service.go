@@ -37,7 +37,8 @@ type Process struct {
 	Dev *devfleet.Config
 	// Listen is the address to serve on (HOST:PORT).
 	Listen string
-	// Limits bound the streams.
+	// Limits bound the streams and how long a connection may stay idle;
+	// Config.MaxConns bounds the connections.
 	Limits server.Limits
 	// MetricsAddr, if set, is the address (HOST:PORT) to serve Prometheus
 	// metrics on, at /metrics: the Server's (Config.Metrics, which Run
@@ -104,6 +105,9 @@ func Run(ctx context.Context, p Process) error {
 	cfg.Etcd, cfg.EtcdConns, cfg.Keepalive, cfg.Host, cfg.Port = client, ec.Conns, ec.Keepalive, host, port
 	srv := server.New(cfg)
 	log.Info(fmt.Sprintf("serving Curator Watch on %s", l.Addr()), "prefix", p.Prefix, "etcd", ec.Endpoints)
+	for _, w := range exposure(p) {
+		log.Warn(w)
+	}
 	if d := p.Dev; d != nil {
 		log.Info(fmt.Sprintf("dev: embedded etcd at %s with %d simulated nodes changing at %g/s. Try:", ec.Endpoints[0], d.Nodes, d.Rate))
 		log.Info(fmt.Sprintf("dev:   nodewatch nodes --curator %s", l.Addr()))
@@ -117,6 +121,37 @@ func Run(ctx context.Context, p Process) error {
 		return fmt.Errorf("dev: %w", context.Cause(ctx))
 	}
 	return err
+}
+
+// exposure says what p serves beyond loopback to whoever reaches it, one
+// warning each, for Run to log once it listens: metrics (plain HTTP,
+// without authentication), and the Curator without client certificates
+// (TLS without a client CA, or plaintext), through which every node's
+// state, addresses and roles are anyone's who can reach the address:
+// fine behind a firewall or a NetworkPolicy, a leak otherwise.
+func exposure(p Process) []string {
+	var ws []string
+	if p.MetricsAddr != "" && !loopback(p.MetricsAddr) {
+		ws = append(ws, fmt.Sprintf("--metrics-addr %s: metrics are served beyond loopback, in plain HTTP and without authentication, "+
+			"to whoever reaches the address; keep it behind a firewall, or on 127.0.0.1", p.MetricsAddr))
+	}
+	if !loopback(p.Listen) {
+		switch {
+		case p.TLS == nil:
+			ws = append(ws, fmt.Sprintf("--listen %s: plaintext beyond loopback (--insecure): whoever reaches the address can watch every node, "+
+				"and whoever is on the path can read and change what clients are sent", p.Listen))
+		case p.TLS.ClientCA.Path == "":
+			ws = append(ws, fmt.Sprintf("--listen %s: TLS without client certificates (no --listen-cacert) beyond loopback: "+
+				"whoever reaches the address can watch every node", p.Listen))
+		}
+	}
+	return ws
+}
+
+// loopback says whether addr (HOST:PORT) is on a loopback address only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && dial.IsLoopback(host)
 }
 
 // serveMetrics serves what reg gathers at http://addr/metrics (nothing

@@ -37,9 +37,12 @@ func Flags() []cli.Flag {
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when etcd cannot be reached within `D`"},
 		&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "serve at most `N` streams at once over all connections"},
 		&cli.IntFlag{Name: "max-streams-per-conn", Value: server.DefaultMaxStreamsPerConn, Usage: "let one connection open at most `N` streams at once"},
+		&cli.IntFlag{Name: "max-connections", Value: server.DefaultMaxConns, Usage: "keep at most `N` client connections open; close new ones past it"},
+		&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, Usage: "close a connection that has had no stream open for `D`"},
+		&cli.BoolFlag{Name: "reflection", Value: true, Usage: "serve gRPC server reflection (--reflection=false: off)"},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics (default: off)"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log as `FORMAT`: text (key=value) or json (one object per line)"},
-		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (every event sent), info (connections, streams), warn, error"},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (every event sent, every connection closed), info (streams), warn, error"},
 		&cli.DurationFlag{Name: "drain-timeout", Value: server.DefaultDrainTimeout, Usage: "on SIGTERM or SIGINT, give open streams `D` to end before closing them"},
 		&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
 		&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
@@ -66,6 +69,8 @@ func Parse(c *cli.Context, e connflags.Env) (*Options, error) {
 	o.MetricsAddr, o.DrainTimeout = c.String("metrics-addr"), c.Duration("drain-timeout")
 	dev := &devfleet.Config{Dir: c.String("data-dir"), Nodes: c.Int("dev-nodes"), Rate: c.Float64("dev-rate"), Prefix: o.Prefix}
 	dialTimeout, maxStreams, perConn := c.Duration("dial-timeout"), c.Int("max-streams"), c.Int("max-streams-per-conn")
+	o.MaxConns, o.NoReflection = c.Int("max-connections"), !c.Bool("reflection")
+	idle := c.Duration("idle-timeout")
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, cmdline.Usagef("--listen: %v", err)
@@ -83,6 +88,10 @@ func Parse(c *cli.Context, e connflags.Env) (*Options, error) {
 		return nil, cmdline.Usagef("--max-streams: must be at least 1, got %d", maxStreams)
 	case perConn < 1 || uint64(perConn) > math.MaxUint32:
 		return nil, cmdline.Usagef("--max-streams-per-conn: must be between 1 and %d, got %d", uint32(math.MaxUint32), perConn)
+	case o.MaxConns < 1:
+		return nil, cmdline.Usagef("--max-connections: must be at least 1, got %d", o.MaxConns)
+	case idle <= 0:
+		return nil, cmdline.Usagef("--idle-timeout: must be positive")
 	case o.DrainTimeout <= 0:
 		return nil, cmdline.Usagef("--drain-timeout: must be positive")
 	case o.LogFormat != "text" && o.LogFormat != "json":
@@ -96,7 +105,7 @@ func Parse(c *cli.Context, e connflags.Env) (*Options, error) {
 			return nil, cmdline.Usagef("--metrics-addr: %v", err)
 		}
 	}
-	o.Limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn)}
+	o.Limits = server.Limits{MaxStreams: maxStreams, MaxStreamsPerConn: uint32(perConn), IdleTimeout: idle}
 	if c.Bool("dev") {
 		o.Dev = dev
 	}

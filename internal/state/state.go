@@ -8,6 +8,10 @@
 // its cost grows with the batch, not with the view, and a kill at any
 // moment leaves either the batch before or the batch after.
 //
+// Before a batch is delivered, its ids are noted as in flight
+// (inflight.go): a run killed before it recorded the batch leaves them,
+// and the next run delivers them again, so that no change is missed.
+//
 // The file knows what it follows (Follows): a run that follows something
 // else is refused. A file that is held by another process, unreadable or
 // not a state file is refused too, and left exactly as it was: nothing
@@ -61,6 +65,8 @@ type Store struct {
 	// Batch and Rev are those of the last batch recorded (0 for none).
 	batch int
 	rev   int64
+	// inflight: the file may hold ids in flight (inflight.go).
+	inflight bool
 }
 
 // Errors of Open, for callers that tell them apart; every error Open
@@ -234,6 +240,10 @@ func (s *Store) check(follows []Field, size int64) (err error) {
 			s.batch = int(binary.BigEndian.Uint64(b))
 			s.rev = int64(binary.BigEndian.Uint64(b[8:]))
 		}
+		if b := tx.Bucket(inflightBucket); b != nil {
+			k, _ := b.Cursor().First()
+			s.inflight = k != nil
+		}
 		return nil
 	})
 }
@@ -287,9 +297,10 @@ func shown(v string) string {
 	return strconv.Quote(v)
 }
 
-// Resumed reports whether an earlier run recorded a batch: then the view
-// is where this run starts.
-func (s *Store) Resumed() bool { return s.batch > 0 }
+// Resumed reports whether an earlier run recorded a batch, or noted one
+// in flight: then the view (and what is in flight) is where this run
+// starts.
+func (s *Store) Resumed() bool { return s.batch > 0 || s.inflight }
 
 // Batch and Rev return the number of the last batch recorded and the
 // revision it brought the view to.
@@ -315,7 +326,8 @@ func (s *Store) View() ([]flow.Change, error) {
 
 // Record records that batch (numbered batch, bringing the view to rev)
 // was delivered: its events' objects are written, its deletions removed,
-// in one transaction. Objects must be *jsondoc.Doc.
+// and its ids are no longer in flight, in one transaction. Objects must
+// be *jsondoc.Doc.
 func (s *Store) Record(batch int, rev int64, events []flow.Event) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		v := tx.Bucket(viewBucket)
@@ -334,6 +346,9 @@ func (s *Store) Record(batch int, rev int64, events []flow.Event) error {
 			if err != nil {
 				return err
 			}
+		}
+		if err := s.clearInFlight(tx, events); err != nil {
+			return err
 		}
 		var b [16]byte
 		binary.BigEndian.PutUint64(b[:], uint64(batch))

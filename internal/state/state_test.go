@@ -804,6 +804,39 @@ func BenchmarkRecordNoSync(b *testing.B) {
 	}
 }
 
+// BenchmarkDeliver is what --state costs a delivered batch of one
+// object: noted in flight, then recorded (two commits), beside
+// BenchmarkRecord's one.
+func BenchmarkDeliver(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		b.Run("view="+strconv.Itoa(n), func(b *testing.B) { benchDeliver(b, n) })
+	}
+}
+
+func benchDeliver(b *testing.B, n int) {
+	path := filepath.Join(b.TempDir(), "state")
+	s := open(b, path)
+	defer s.Close()
+	fill(b, s, n)
+	docs := []*jsondoc.Doc{
+		doc(strings.Replace(testkit.NodeJSON, "NODE_STATE_UP", "NODE_STATE_DOWN", 1)),
+		doc(testkit.NodeJSON),
+	}
+	events := make([]flow.Event, 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		events[0] = flow.Event{Type: flow.Updated, ID: id(i * 7919 % n), Object: docs[i%2]}
+		if err := s.MarkInFlight(events); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Record(s.Batch()+1, int64(n+i), events); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
 func benchRecord(b *testing.B, n int, noSync bool) {
 	path := filepath.Join(b.TempDir(), "state")
 	s := open(b, path)

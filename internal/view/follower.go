@@ -34,6 +34,8 @@ type Follower struct {
 	Recycle bool
 
 	set     *Set
+	again   map[string]any // Redeliver's: id → prev for a deletion
+	full    bool           // Apply's: its batch is full (again applies)
 	batches int
 	synced  bool
 	scratch []flow.Change // Apply's, between batches empty
@@ -55,6 +57,16 @@ func (f *Follower) Load(view []flow.Change) {
 	}
 }
 
+// Redeliver makes the next full batch emit an event for each id of
+// again, even where the view holds the state that batch lists: an
+// updated (prev the view's object) where both hold the id, and where
+// neither does, a deleted with prev again[id] (nil if unknown). The
+// other cases (the id came or went) emit as always. A run that resumes
+// a batch that was in flight when an earlier run was killed gives its
+// ids again so: the consumer may not have taken them, and may have
+// taken states that the recorded view does not hold.
+func (f *Follower) Redeliver(again map[string]any) { f.again = again }
+
 // Set returns the objects printed so far (the current view). The caller
 // must not modify it.
 func (f *Follower) Set() *Set { return f.set }
@@ -73,6 +85,7 @@ func (f *Follower) Set() *Set { return f.set }
 func (f *Follower) Apply(b flow.Batch, emit func(flow.Event) error) error {
 	cs := f.latest(b)
 	defer f.release()
+	f.full = b.Full()
 	var counts flow.Counts
 	for _, c := range cs {
 		ev, err := f.step(c)
@@ -94,6 +107,9 @@ func (f *Follower) Apply(b flow.Batch, emit func(flow.Event) error) error {
 		}
 	}
 	f.synced = f.synced || b.Synced
+	if b.Full() {
+		f.again = nil
+	}
 	if !b.Full() && counts == (flow.Counts{}) {
 		f.free()
 		return nil
@@ -168,6 +184,13 @@ func (f *Follower) latest(b flow.Batch) []flow.Change {
 			}
 			return true
 		})
+		// And so is an id to deliver again that neither holds.
+		for id := range f.again {
+			_, listed := slices.BinarySearchFunc(out[:n], id, func(c flow.Change, id string) int { return strings.Compare(c.ID, id) })
+			if _, held := f.set.Get(id); !held && !listed {
+				out = append(out, flow.Change{ID: id, Deleted: true, Rev: b.Rev})
+			}
+		}
 		if len(out) > n {
 			slices.SortFunc(out, byID)
 		}
@@ -249,12 +272,17 @@ func (f *Follower) step(c flow.Change) (flow.Event, error) {
 		}
 		keep = ok
 	}
+	again, deliverAgain := f.again[c.ID]
+	deliverAgain = deliverAgain && f.full
 	switch {
 	case !keep && had:
 		f.set.Delete(c.ID)
 		f.bury(c.Object, prev)
 		f.bury(prev, nil)
 		return flow.Event{Type: flow.Deleted, ID: c.ID, Prev: prev, Rev: c.Rev}, nil
+	case !keep && deliverAgain:
+		f.bury(c.Object, nil)
+		return flow.Event{Type: flow.Deleted, ID: c.ID, Prev: again, Rev: c.Rev}, nil
 	case !keep:
 		f.bury(c.Object, nil)
 		return flow.Event{}, nil
@@ -266,7 +294,7 @@ func (f *Follower) step(c flow.Change) (flow.Event, error) {
 	if err != nil {
 		return flow.Event{}, fmt.Errorf("%q: %w", c.ID, err)
 	}
-	if eq {
+	if eq && !deliverAgain {
 		// Keep what was printed, so that Prev is always a state the
 		// user has seen.
 		f.bury(c.Object, prev)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,6 +46,12 @@ type delivered struct {
 	obj any   // the object, if had
 	had bool  // the handler had the id
 	rev int64 // the revision of the id's latest change since
+	// again: given to a handler that failed, or in flight when an
+	// earlier run was killed (resume), so it may have taken a state that
+	// obj is not: delivered again whatever the state now, a deletion
+	// with prev given where neither obj nor the view has the id.
+	again bool
+	given any
 }
 
 // execLoop is the reader of the batches with Exec.
@@ -130,11 +137,17 @@ func (r *run) collect(b flow.Batch) error {
 			d = delivered{obj: ev.Prev, had: ev.Type != flow.New}
 		}
 		d.rev = ev.Rev
+		if given, again := r.again[ev.ID]; again && b.Cause == flow.CauseResume {
+			d.again, d.given = true, given
+		}
 		u.before[ev.ID] = d
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if b.Cause == flow.CauseResume {
+		r.again = nil // noted in before
 	}
 	if silent {
 		return r.record()
@@ -174,7 +187,7 @@ func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
 	bo := backoff.Backoff{Max: cmp.Or(r.o.ExecBackoffMax, DefaultExecBackoffMax)}
 	for attempt := 1; ; attempt++ {
 		n, err := r.deliver(attempt)
-		if err == nil || r.ctx.Err() != nil {
+		if err == nil || r.ctx.Err() != nil || errors.As(err, new(stateError)) {
 			return n, err
 		}
 		batch := r.batchBase + r.res.Batches + 1
@@ -207,8 +220,11 @@ func (r *run) deliver(attempt int) (int, error) {
 		cur, has := set.Get(id)
 		var ev flow.Event
 		switch {
-		case !d.had && !has:
+		case !d.had && !has && !d.again:
 			continue
+		case !d.had && !has:
+			ev = flow.Event{Type: flow.Deleted, ID: id, Prev: d.given, Rev: d.rev}
+			counts.Deleted++
 		case !d.had:
 			ev = flow.Event{Type: flow.New, ID: id, Object: cur, Rev: d.rev}
 			counts.New++
@@ -220,7 +236,7 @@ func (r *run) deliver(attempt int) (int, error) {
 			if err != nil {
 				return 0, fmt.Errorf("%q: %w", id, err)
 			}
-			if eq {
+			if eq && !d.again {
 				continue
 			}
 			ev = flow.Event{Type: flow.Updated, ID: id, Object: cur, Prev: d.obj, Rev: d.rev}
@@ -242,7 +258,13 @@ func (r *run) deliver(attempt int) (int, error) {
 	if err := u.enc.Flush(); err != nil {
 		return 0, err
 	}
+	if r.o.State != nil {
+		if err := r.o.State.MarkInFlight(events); err != nil {
+			return 0, stateError{err}
+		}
+	}
 	if err := r.o.Exec(r.ctx, u.input.Bytes(), done, attempt); err != nil {
+		u.failed(events)
 		return 0, err
 	}
 	r.res.Batches++
@@ -251,12 +273,32 @@ func (r *run) deliver(attempt int) (int, error) {
 	r.events.Add(int64(len(events)))
 	if r.o.State != nil {
 		if err := r.o.State.Record(done.Batch, done.Rev, events); err != nil {
-			return 0, err
+			return 0, stateError{err}
 		}
 	}
 	u.delivered()
 	return len(events), nil
 }
+
+// failed notes that a handler that failed was given events: it may have
+// taken any of them, so the next run of the handler gets each id again,
+// even where it came and went or went back meanwhile.
+func (u *undelivered) failed(events []flow.Event) {
+	for _, ev := range events {
+		d := u.before[ev.ID]
+		d.again, d.given = true, ev.Object
+		if ev.Type == flow.Deleted {
+			d.given = ev.Prev
+		}
+		u.before[ev.ID] = d
+	}
+}
+
+// stateError is a --state file's failure while delivering: not the
+// handler's, so not retried.
+type stateError struct{ error }
+
+func (e stateError) Unwrap() error { return e.error }
 
 // delivered forgets what was just delivered.
 func (u *undelivered) delivered() {

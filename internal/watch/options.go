@@ -121,15 +121,24 @@ type Options struct {
 
 // Recorder records delivered batches (state.Store).
 type Recorder interface {
+	// MarkInFlight records that events are about to be delivered (their
+	// first byte written out, or their handler started), adding to what
+	// is in flight; Record forgets them.
+	MarkInFlight(events []flow.Event) error
 	// Record records that the batch numbered batch, bringing the view to
 	// rev, was delivered with events (new, updated, deleted).
 	Record(batch int, rev int64, events []flow.Event) error
 }
 
-// Resume is a view recorded by an earlier run.
+// Resume is a view recorded by an earlier run, and what that run had
+// in flight when it ended: events it may have delivered and did not
+// record (Object the state given; Prev, for a deletion). The run
+// delivers each id in flight first, in its first full batch, whatever
+// the view holds: its consumer may have taken those states, or not.
 type Resume struct {
-	View  []flow.Change
-	Batch int
+	View     []flow.Change
+	InFlight []flow.Event
+	Batch    int
 }
 
 // hasGoal reports whether anything ends the run successfully.

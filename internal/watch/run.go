@@ -124,8 +124,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	// (the states it had) and a --state record keep them longer.
 	r.fol.Recycle = o.Exec == nil && o.State == nil
 	if o.Resume != nil {
-		r.fol.Load(o.Resume.View)
-		r.resuming, r.batchBase = true, o.Resume.Batch
+		r.resume(o.Resume)
 	}
 
 	// The reader of the batches writes to w itself: a goroutine per
@@ -206,6 +205,8 @@ type run struct {
 	// is the number of the last batch delivered before this run.
 	resuming  bool
 	batchBase int
+	// again: the ids the first full batch delivers again (resume).
+	again map[string]any
 	// With State: the events of the batch being printed, and whether it
 	// ended (a batch_done, printed or kept silent) at rev.
 	recording []flow.Event
@@ -312,11 +313,11 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 func (r *run) apply(b flow.Batch) (changed bool, err error) {
 	r.resumed(&b)
 	silent := r.o.ChangesOnly && b.Cause == flow.CauseInitial
+	if r.o.State != nil {
+		return r.applyRecorded(b, silent)
+	}
 	err = r.fol.Apply(b, func(ev flow.Event) error {
 		changed = true
-		if r.o.State != nil {
-			r.keep(ev)
-		}
 		if silent {
 			return nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/state"
@@ -47,7 +48,7 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
 		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
 		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
-		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since (cause \"resume\")", TakesFile: true},
+		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since, and again what a killed run may have delivered (cause \"resume\")", TakesFile: true},
 		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
 	}
 }
@@ -213,11 +214,15 @@ func (o *Options) OpenState() (*state.Store, error) {
 	}
 	if st.Resumed() {
 		view, err := st.View()
+		var inflight []flow.Event
+		if err == nil {
+			inflight, err = st.InFlight()
+		}
 		if err != nil {
 			st.Close()
 			return nil, cmdline.Usage(err)
 		}
-		o.Resume = &watch.Resume{View: view, Batch: st.Batch()}
+		o.Resume = &watch.Resume{View: view, InFlight: inflight, Batch: st.Batch()}
 	}
 	o.State = st
 	return st, nil

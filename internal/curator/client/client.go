@@ -66,16 +66,21 @@ var ErrUnavailable = dial.ErrUnavailable
 //
 // # Faults
 //
-// When a stream breaks, Run logs it, waits with capped exponential
-// backoff (100ms doubling up to MaxBackoff), moves to the next endpoint,
-// watches again and hands over the full state (CauseResync), which the
-// follower turns into differences. A server answering codes.Unimplemented
-// (a non-leader Metropolis node) is asked CuratorLocal.GetCurrentLeader,
-// and the watch goes to the leader it names. InvalidArgument,
-// PermissionDenied, Unauthenticated, NotFound, FailedPrecondition,
-// OutOfRange and AlreadyExists end Run with an error wrapping the gRPC
-// status (status.Code finds it); everything else (Unavailable, transport
-// errors, a server that stops) is retried.
+// When a stream breaks, Run waits with capped exponential backoff (100ms
+// doubling up to MaxBackoff), moves to the next endpoint, watches again
+// and hands over the full state (CauseResync), which the follower turns
+// into differences. What it tells the user is a dial.Outage's: one line
+// on Logf when a working stream is lost, one when a stream works again
+// (how long the watch was blind, how many attempts failed); at the start,
+// one line if no endpoint was reached within dial.Announce, and one when
+// one is. Every failed attempt in between goes to Debugf only.
+//
+// A server answering codes.Unimplemented (a non-leader Metropolis node)
+// is asked CuratorLocal.GetCurrentLeader, and the watch goes to the
+// leader it names. InvalidArgument, PermissionDenied, Unauthenticated,
+// NotFound, FailedPrecondition, OutOfRange and AlreadyExists end Run with
+// an error wrapping the gRPC status (status.Code finds it); everything
+// else (Unavailable, transport errors, a server that stops) is retried.
 //
 // A stream counts as established once it delivered an event, or, for one
 // node, stayed open for Settle. Until the first one is, Run gives up with
@@ -88,7 +93,7 @@ var ErrUnavailable = dial.ErrUnavailable
 // connection is probed with CuratorLocal.GetCurrentLeader (every second
 // until something answers); a stream that heard nothing, not even an
 // answer to a probe, for Keepalive.Time + Keepalive.Timeout is given up as
-// broken (logged; reconnect as below). Each answer to a probe is handed
+// broken (a loss; reconnect as below). Each answer to a probe is handed
 // over as a Confirmed batch, which prints nothing. gRPC's own keepalive
 // pings (at most every 10s) back this up on every connection.
 //
@@ -126,9 +131,13 @@ type Client struct {
 	// NodeID is the node to watch (node_in_cluster); "" watches every
 	// node (nodes_in_cluster).
 	NodeID string
-	// Logf reports broken streams, reconnects and leader redirects, and
-	// nodes it skips. Nil discards.
+	// Logf says when a working stream is lost and when one works again
+	// (see "Faults" above), a redirect to a leader it did not name
+	// before, and which nodes it skips. Nil discards.
 	Logf func(format string, args ...any)
+	// Debugf says every attempt that failed, and every leader redirect
+	// (Logf says one to a leader not said before) (-v). Nil discards.
+	Debugf func(format string, args ...any)
 	// Listed, if set, is told how many nodes the initial listing (the
 	// backlog of the first stream) has converted so far: a terminal's
 	// progress meter. The listing ends with the Put of its full batch. It
@@ -177,6 +186,9 @@ func (c *Client) Run(ctx context.Context, out flow.Sink) error {
 // run is Run without health.
 func (c *Client) run(ctx context.Context, out flow.Sink) error {
 	r := &clientRun{c: c, out: out, deadline: time.Now().Add(c.dialTimeout())}
+	r.outage = &dial.Outage{Server: "curator", Endpoints: c.endpoints(), Deadline: c.dialTimeout(), Logf: c.Logf, Debugf: c.Debugf}
+	r.outage.Begin()
+	defer r.outage.Stop()
 	var (
 		bo      = backoff.Backoff{Max: c.maxBackoff()}
 		lastErr error // the last failure before the first stream was established
@@ -204,12 +216,22 @@ func (c *Client) run(ctx context.Context, out flow.Sink) error {
 				return r.unavailable(lastErr)
 			}
 		}
+		at := target
+		if p := r.at.Load(); p != nil {
+			at = *p // the leader target named
+		}
 		if r.established.Load() > before {
 			bo.Reset() // this was a working stream: a fresh failure
-			r.lostAt.CompareAndSwap(0, time.Now().UnixNano())
+			// Blind since the loss, or since a silent stream last heard.
+			var since time.Time
+			if errors.Is(err, errSilent) {
+				since = time.Unix(0, r.heard.Load())
+			}
+			r.outage.Lost(at, plain(err), since)
+		} else {
+			r.outage.Retry(at, plain(err))
 		}
 		d := bo.Next()
-		c.logf("curator %s: %v; reconnecting to %s in %v", target, plain(err), c.Endpoints[(i+1)%len(c.Endpoints)], d)
 		if !connected {
 			d = min(d, time.Until(r.deadline))
 		}
@@ -273,5 +295,11 @@ func (c *Client) request() *apipb.WatchRequest {
 func (c *Client) logf(format string, args ...any) {
 	if c.Logf != nil {
 		c.Logf(format, args...)
+	}
+}
+
+func (c *Client) debugf(format string, args ...any) {
+	if c.Debugf != nil {
+		c.Debugf(format, args...)
 	}
 }

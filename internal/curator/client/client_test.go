@@ -66,8 +66,9 @@ func apply(t *testing.T, f *view.Follower, b flow.Batch) []flow.Event {
 	return evs
 }
 
-// testClient returns a Client for addrs with test-sized timings. The
-// first stream should be established: DialTimeout is the test timeout.
+// testClient returns a Client for addrs with test-sized timings, which
+// logs to lg, every failed attempt too (Debugf). The first stream should
+// be established: DialTimeout is the test timeout.
 // Settle is a second: the servers tests connect to hold their records
 // before they serve (serveReady), so a silent stream is a missing node,
 // not a server still listing etcd.
@@ -75,6 +76,7 @@ func testClient(lg *curatortest.Logs, addrs ...string) *Client {
 	return &Client{
 		Endpoints:   addrs,
 		Logf:        lg.Logf,
+		Debugf:      lg.Logf,
 		DialTimeout: testkit.Timeout,
 		MaxBackoff:  200 * time.Millisecond,
 		Settle:      time.Second,
@@ -148,7 +150,7 @@ func TestClientReconnectResync(t *testing.T) {
 	}
 
 	s.g.Stop()
-	s.lg.WaitFor(s.g.Addr, "reconnecting")
+	s.lg.WaitFor("lost curator at " + s.g.Addr)
 	s.st.Del("b")
 	c2, d := curatortest.Node("c", up, "3"), curatortest.Node("d", up, "4")
 	s.st.Put(c2, d)
@@ -184,8 +186,9 @@ func TestClientEndpoints(t *testing.T) {
 		r := startClient(t, testClient(lg, gA.Addr, gB.Addr))
 		diffBatch(t, batch(flow.CauseInitial, upsert(t, n1)), r.next())
 		gA.Stop()
-		lg.WaitFor("curator "+gA.Addr+":", "reconnecting to "+gB.Addr)
+		lg.WaitFor("lost curator at " + gA.Addr)
 		diffBatch(t, batch(flow.CauseResync, upsert(t, n1)), r.next())
+		lg.WaitFor("recovered curator at " + gB.Addr)
 	})
 
 	t.Run("first endpoint refuses connections", func(t *testing.T) {
@@ -338,7 +341,7 @@ func TestClientNodeResync(t *testing.T) {
 	apply(t, f, b)
 
 	g.Stop()
-	s.lg.WaitFor(g.Addr, "reconnecting")
+	s.lg.WaitFor("lost curator at " + g.Addr)
 	n1b := curatortest.Node("n1", up, "a")
 	s.st.Put(n1b)
 	g = restart()

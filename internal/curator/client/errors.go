@@ -46,7 +46,7 @@ func plain(err error) error {
 			msg = u
 		}
 	}
-	for _, p := range []string{"transport: authentication handshake failed: ", "error reading server preface: "} {
+	for _, p := range []string{"transport: authentication handshake failed: ", "transport: Error while dialing: ", "error reading server preface: "} {
 		msg = strings.TrimPrefix(msg, p)
 	}
 	return &plainError{msg: msg, err: err}

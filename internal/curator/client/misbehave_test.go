@@ -131,7 +131,7 @@ func TestClientMisbehavingServer(t *testing.T) {
 				batch(flow.CauseChange, n("a")),
 				batch(flow.CauseResync, n("a")),
 			},
-			log: "the server goes away; reconnecting",
+			log: "the server goes away); retrying",
 		},
 		{
 			name:    "a second PROGRESS_LAST_BACKLOGGED",
@@ -185,7 +185,7 @@ func TestClientMisbehavingServer(t *testing.T) {
 				batch(flow.CauseInitial, n("a")),
 				batch(flow.CauseResync),
 			},
-			log: "the server goes away; reconnecting",
+			log: "the server goes away); retrying",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nodewatch/nodewatch/internal/curator/apipb"
+	"github.com/nodewatch/nodewatch/internal/dial"
 	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
@@ -29,9 +30,17 @@ type clientRun struct {
 
 	established atomic.Int64 // streams established so far
 	handedFull  atomic.Bool  // a full batch was handed over: the next is a resync
-	// lostAt: unix nanoseconds when the last established stream broke,
-	// until the next one is established (0: none broken since).
-	lostAt atomic.Int64
+	// outage tells the user of losses and recoveries.
+	outage *dial.Outage
+	// at is the address of the current (or last) stream: an endpoint, or
+	// the leader it named.
+	at atomic.Pointer[string]
+	// heard: unix nanoseconds when the current stream, or a probe on its
+	// connection, last heard from the server.
+	heard atomic.Int64
+	// saidLeader is the leader a redirect to was last said on Logf (Run's
+	// goroutine only).
+	saidLeader string
 }
 
 func (r *clientRun) unavailable(lastErr error) error {
@@ -57,7 +66,11 @@ func (r *clientRun) attempt(ctx context.Context, target string) error {
 	}
 	leader, err := r.watch(ctx, target)
 	if leader != "" && ctx.Err() == nil {
-		r.c.logf("curator %s is not the leader; following it to the leader at %s", target, leader)
+		say := r.c.debugf // a leader said before: each reconnect would repeat it
+		if leader != r.saidLeader {
+			say, r.saidLeader = r.c.logf, leader
+		}
+		say("curator %s is not the leader; following it to the leader at %s", target, leader)
 		var next string
 		next, err = r.watch(ctx, leader)
 		switch {
@@ -77,6 +90,7 @@ func (r *clientRun) attempt(ctx context.Context, target string) error {
 // If target refuses with codes.Unimplemented, watch returns the address
 // of the leader it names.
 func (r *clientRun) watch(ctx context.Context, target string) (leader string, err error) {
+	r.at.Store(&target)
 	conn, err := r.c.dial(target)
 	if err != nil {
 		return "", &fatalError{fmt.Errorf("bad endpoint %q: %w", target, err)}
@@ -85,13 +99,16 @@ func (r *clientRun) watch(ctx context.Context, target string) (leader string, er
 	if err := waitReady(ctx, conn, r.c.connectTimeout()); err != nil {
 		return "", err
 	}
+	if conn.GetState() == connectivity.Ready {
+		r.outage.Reached()
+	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stream, err := watchWire(sctx, conn, r.c.request())
 	if err == nil {
 		var est atomic.Bool
 		var wg sync.WaitGroup
-		heard := &atomic.Int64{} // when the stream or a probe last heard from the server
+		heard := &r.heard // when the stream or a probe last heard from the server
 		heard.Store(time.Now().UnixNano())
 		wg.Go(func() { r.prove(sctx, conn, target, heard, cancel) })
 		if r.c.NodeID == "" {
@@ -172,8 +189,8 @@ func currentLeader(ctx context.Context, conn *grpc.ClientConn, timeout time.Dura
 func (r *clientRun) establish(est *atomic.Bool) {
 	if est.CompareAndSwap(false, true) {
 		r.established.Add(1)
-		if lost := r.lostAt.Swap(0); lost != 0 {
-			r.c.logf("curator: watching again after %v without a working stream", time.Since(time.Unix(0, lost)).Round(time.Millisecond))
+		if at := r.at.Load(); at != nil {
+			r.outage.Up(*at)
 		}
 	}
 }
@@ -204,7 +221,7 @@ func (r *clientRun) prove(ctx context.Context, conn *grpc.ClientConn, target str
 			return true, nil
 		},
 		func(quiet time.Duration) {
-			cancel(fmt.Errorf("%w from %s for %v, not even to a probe: the connection went silent", errSilent, target, quiet.Round(time.Millisecond)))
+			cancel(fmt.Errorf("%w for %v, not even to a probe: the connection went silent", errSilent, quiet.Round(time.Millisecond)))
 		})
 }
 

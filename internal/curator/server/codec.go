@@ -39,4 +39,14 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+// Unmarshal decodes data into v, or, for a decoding, into its message,
+// keeping the error for the decoding's stream to answer (see
+// decodeRequests): returned to gRPC, it would be sent at once as gRPC's
+// own failure, codes.Internal, whatever the handler returns then.
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if d, ok := v.(*decoding); ok {
+		d.err = c.proto.Unmarshal(data, d.m)
+		return nil
+	}
+	return c.proto.Unmarshal(data, v)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,10 +209,13 @@ func TestLimitsKeepalive(t *testing.T) {
 }
 
 // h2 is a plaintext HTTP/2 client that does what the test says, whatever
-// the server announced.
+// the server announced. It acknowledges the server's pings, as a client
+// must for the server to close a connection it drains at once.
 type h2 struct {
 	t      *testing.T
-	fr     *http2.Framer // written by the test goroutine only
+	conn   net.Conn
+	mu     sync.Mutex    // guards writes to fr: the test's and the acks
+	fr     *http2.Framer // written under mu
 	frames chan frame    // what the server sent; closed after an eof frame
 }
 
@@ -222,6 +226,9 @@ type frame struct {
 	code   http2.ErrCode
 	debug  string // GOAWAY
 	ping   byte   // PING ack: its first byte
+	// maxHeaderList is what SETTINGS announce as
+	// SETTINGS_MAX_HEADER_LIST_SIZE, if they do.
+	maxHeaderList uint32
 }
 
 // eof is the frame type of the end of the connection.
@@ -236,7 +243,7 @@ func dialH2(t *testing.T, addr string) *h2 {
 	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
-	h := &h2{t: t, fr: http2.NewFramer(conn, conn), frames: make(chan frame, 100)}
+	h := &h2{t: t, conn: conn, fr: http2.NewFramer(conn, conn), frames: make(chan frame, 100)}
 	if err := h.fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +264,13 @@ func dialH2(t *testing.T, addr string) *h2 {
 				got.code, got.debug = f.ErrCode, string(f.DebugData())
 			case *http2.RSTStreamFrame:
 				got.code = f.ErrCode
+			case *http2.SettingsFrame:
+				got.maxHeaderList, _ = f.Value(http2.SettingMaxHeaderListSize)
 			case *http2.PingFrame:
 				if !f.IsAck() {
+					h.mu.Lock()
+					h.fr.WritePing(true, f.Data) // an error shows as the connection's end
+					h.mu.Unlock()
 					continue
 				}
 				got.ping = f.Data[0]
@@ -295,14 +307,26 @@ func (h *h2) next(want func(frame) bool) frame {
 
 func (h *h2) ping(b byte) {
 	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if err := h.fr.WritePing(false, [8]byte{b}); err != nil {
 		h.t.Fatal(err)
 	}
 }
 
-// watch opens a Watch stream (its headers, no request yet).
-func (h *h2) watch(stream uint32) {
+// watch opens a Watch stream (its headers, no request yet), with the
+// metadata md.
+func (h *h2) watch(stream uint32, md ...hpack.HeaderField) {
 	h.t.Helper()
+	if err := h.writeWatch(stream, md...); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// writeWatch writes the headers of watch, in frames of at most 16 KiB
+// (HTTP/2's least frame size): a HEADERS frame and CONTINUATION frames.
+// HPACK sends a field that is in its table already as its index.
+func (h *h2) writeWatch(stream uint32, md ...hpack.HeaderField) error {
 	var b bytes.Buffer
 	enc := hpack.NewEncoder(&b)
 	for _, f := range [][2]string{
@@ -312,7 +336,20 @@ func (h *h2) watch(stream uint32) {
 	} {
 		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
-	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: b.Bytes(), EndHeaders: true}); err != nil {
-		h.t.Fatal(err)
+	for _, f := range md {
+		enc.WriteField(f)
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	const frameSize = 16 << 10
+	block := b.Bytes()
+	first := block[:min(len(block), frameSize)]
+	block = block[len(first):]
+	err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: first, EndHeaders: len(block) == 0})
+	for err == nil && len(block) > 0 {
+		next := block[:min(len(block), frameSize)]
+		block = block[len(next):]
+		err = h.fr.WriteContinuation(stream, len(block) == 0, next)
+	}
+	return err
 }

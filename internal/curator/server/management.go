@@ -29,7 +29,7 @@ func (s *Server) GetNodes(req *mgmtpb.GetNodesRequest, srv grpc.ServerStreamingS
 	st := s.openStream(srv.Context(), "GetNodes")
 	if req.GetFilter() != "" {
 		err := status.Error(codes.Unimplemented, "GetNodes: filter expressions are not supported by nodewatch serve; send no filter to get every node")
-		st.refused(s.m, refusedBadRequest, err)
+		s.badRequest(st.log, err)
 		return err
 	}
 	if err := s.waitReady(srv.Context()); err != nil {

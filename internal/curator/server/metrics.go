@@ -28,6 +28,8 @@ type Metrics struct {
 	etcdRestarts   *prometheus.CounterVec
 	undecodable    prometheus.Counter
 	getNodesCalls  prometheus.Counter
+	connections    prometheus.Gauge
+	connsRefused   prometheus.Counter
 }
 
 // Reasons a stream is refused, the values of the reason label of
@@ -36,7 +38,7 @@ const (
 	refusedLimit      = "max_streams" // --max-streams open already
 	refusedNotCurrent = "not_current" // the view of etcd is not confirmed current
 	refusedStopping   = "stopping"    // the server is draining or has stopped
-	refusedBadRequest = "bad_request" // an invalid or unsupported request
+	refusedBadRequest = "bad_request" // an invalid, undecodable or unsupported request
 )
 
 // Reasons the etcd watch starts again, the values of the reason label of
@@ -60,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		streamsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts(f(prometheus.Opts{Name: "streams_open",
 			Help: "gRPC streams being served, by method (Watch, GetNodes, GetCurrentLeader, Health/Watch, …)."})), []string{"method"}),
 		streamsRefused: prometheus.NewCounterVec(prometheus.CounterOpts(f(prometheus.Opts{Name: "streams_refused_total",
-			Help: "Streams refused, by reason: max_streams, not_current (etcd has not confirmed the view current), stopping (draining or stopped), bad_request."})), []string{"reason"}),
+			Help: "Streams refused, by reason: max_streams, not_current (etcd has not confirmed the view current), stopping (draining or stopped), bad_request (invalid, undecodable or unsupported)."})), []string{"reason"}),
 		eventsSent:     counter("watch_events_sent_total", "WatchEvents sent on Watch streams, backlog included."),
 		bytesSent:      counter("watch_sent_bytes_total", "Bytes of the WatchEvents sent on Watch streams (protobuf encoding, before gRPC framing)."),
 		updatesMerged:  counter("watch_updates_merged_total", "Node changes that a slow Watch stream never sent because a later change of the same node replaced them."),
@@ -74,10 +76,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times the etcd watch started again, by reason: lost (an error or a silent connection; resumed where it was) or compacted (listed again)."})), []string{"reason"}),
 		undecodable:   counter("etcd_records_undecodable_total", "Node records from etcd that could not be decoded (each is logged and skipped)."),
 		getNodesCalls: counter("get_nodes_calls_total", "Management.GetNodes calls."),
+		connections:   gauge("connections_open", "Client connections open."),
+		connsRefused:  counter("connections_refused_total", "Client connections closed as soon as accepted, because --max-connections were open."),
 	}
 	reg.MustRegister(m.streamsOpen, m.streamsRefused, m.eventsSent, m.bytesSent, m.updatesMerged,
 		m.backlogStreams, m.backlogNodes, m.nodes, m.current, m.etcdRevision, m.etcdLastEvent,
-		m.etcdRestarts, m.undecodable, m.getNodesCalls)
+		m.etcdRestarts, m.undecodable, m.getNodesCalls, m.connections, m.connsRefused)
 	// Series that exist from the start, so that rate() and alerts see
 	// them before the first increment.
 	for _, r := range []string{refusedLimit, refusedNotCurrent, refusedStopping, refusedBadRequest} {
@@ -153,6 +157,19 @@ func (m *Metrics) badRecord() {
 func (m *Metrics) getNodes() {
 	if m != nil {
 		m.getNodesCalls.Inc()
+	}
+}
+
+// connsOpen counts n connections opened (n > 0) or closed (n < 0).
+func (m *Metrics) connsOpen(n int) {
+	if m != nil {
+		m.connections.Add(float64(n))
+	}
+}
+
+func (m *Metrics) connRefused() {
+	if m != nil {
+		m.connsRefused.Inc()
 	}
 }
 

@@ -27,7 +27,10 @@ const DefaultDrainTimeout = 5 * time.Second
 // either fails. It blocks, and returns ctx.Err() when ctx ends, or the
 // error s.Run or gRPC failed with. It closes l. It serves with
 // ServerCodec, which sends the events every stream shares without a copy
-// for each.
+// for each, and which opts must not replace: through it, a request that
+// cannot be decoded is answered codes.InvalidArgument (see
+// decodeRequests). It keeps at most Config.MaxConns connections open, and
+// serves gRPC server reflection unless Config.NoReflection.
 //
 // When ctx ends, Serve drains:
 //  1. the health service says NOT_SERVING, for good, and new streams are
@@ -46,10 +49,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerO
 		s.warnValidity()
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS.Config())))
 	}
-	gs := grpc.NewServer(append([]grpc.ServerOption{ServerCodec()}, opts...)...)
+	opts = append([]grpc.ServerOption{ServerCodec()}, opts...)
+	gs := grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(s.decodeRequests))...)
 	s.Register(gs)
-	reflection.Register(gs)
-	cl := newListener(l, s.log)
+	if !s.cfg.NoReflection {
+		reflection.Register(gs)
+	}
+	// Connections past the limit are held back as long as bad requests.
+	cl := newListener(l, s.cfg.MaxConns, s.badRequests.every, s.log, s.m)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()

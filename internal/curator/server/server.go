@@ -61,8 +61,9 @@ type Config struct {
 	Host   string
 	Port   int
 	// Log receives what the server has to say: records that cannot be
-	// decoded (with their key), etcd errors being retried, connections
-	// and streams opened and closed (info), each event sent (debug). Nil
+	// decoded (with their key), etcd errors being retried, streams opened
+	// and closed (info), bad requests and connections past MaxConns
+	// (rarely), each connection closed and each event sent (debug). Nil
 	// discards.
 	Log *slog.Logger
 	// Metrics, if set, counts what the server does (see Metrics).
@@ -78,6 +79,12 @@ type Config struct {
 	// streams go on, and a failed reload keeps the certificate served.
 	TLS     *dial.ServerTLS
 	Reloads <-chan os.Signal
+	// MaxConns is the number of client connections Serve keeps open at
+	// once; past it, a new connection is closed as soon as it is accepted
+	// (counted, and logged rarely). 0 means no limit.
+	MaxConns int
+	// NoReflection leaves gRPC server reflection out of Serve.
+	NoReflection bool
 }
 
 // Server serves the Curator Watch RPC (apipb.CuratorServer) and
@@ -117,6 +124,10 @@ type Server struct {
 
 	// streamIDs numbers the streams, for the logs.
 	streamIDs atomic.Uint64
+	// badRequests logs refusals for bad requests, rarely; tests may
+	// change its interval before Serve, which holds back connections
+	// refused as long.
+	badRequests rareLog
 
 	ready chan struct{} // closed by Run once nodes holds the initial state
 	done  chan struct{} // closed by Run when it returns, after stopped is set
@@ -200,6 +211,8 @@ func New(cfg Config) *Server {
 		done:   make(chan struct{}),
 		nodes:  view.NewFollower(nil, equal),
 		subs:   map[*subscriber]struct{}{},
+
+		badRequests: rareLog{every: rareEvery},
 	}
 }
 

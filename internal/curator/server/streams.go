@@ -3,20 +3,19 @@ package server
 import (
 	"context"
 	"log/slog"
-	"net"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
-// What the logs say about connections and streams. Every line about a
-// stream carries its id (stream) and its peer (peer: the client's address,
-// that of the connection it came over, as "connection opened" names it);
-// ids count from 1 in the order streams were opened, for the life of the
-// process. Openings and endings are logged at info; each
-// event a Watch stream sends, at debug.
+// What the logs say about streams. Every line about a stream carries its
+// id (stream) and its peer (peer: the client's address, that of the
+// connection it came over, as "connection closed" names it); ids count
+// from 1 in the order streams were opened, for the life of the process.
+// Openings and endings are logged at info; each event a Watch stream
+// sends, at debug. Bad requests are logged rarely (see rareLog): a client
+// can send as many as it likes.
 
 // stream is one RPC as the server logs and counts it.
 type stream struct {
@@ -52,51 +51,10 @@ func (st *stream) closed(err error) {
 }
 
 // connAttrs are the attributes naming the connection ctx came over: the
-// peer's address, which is the connection's in "connection opened".
+// peer's address, which is the connection's in "connection closed".
 func connAttrs(ctx context.Context) []any {
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		return []any{slog.String("peer", p.Addr.String())}
 	}
 	return nil
-}
-
-// listener is Serve's listener: it logs each connection's opening and
-// closing at info, and tells when it is closed itself.
-type listener struct {
-	net.Listener
-	log    *slog.Logger
-	once   sync.Once
-	closed chan struct{}
-}
-
-func newListener(l net.Listener, log *slog.Logger) *listener {
-	return &listener{Listener: l, log: log, closed: make(chan struct{})}
-}
-
-func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.log.Info("connection opened", "peer", c.RemoteAddr().String())
-	return &conn{Conn: c, log: l.log}, nil
-}
-
-func (l *listener) Close() error {
-	err := l.Listener.Close()
-	l.once.Do(func() { close(l.closed) })
-	return err
-}
-
-// conn logs its closing once.
-type conn struct {
-	net.Conn
-	log  *slog.Logger
-	once sync.Once
-}
-
-func (c *conn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { c.log.Info("connection closed", "peer", c.RemoteAddr().String()) })
-	return err
 }

@@ -23,8 +23,9 @@ import (
 // state, its changes, and a tombstone when it is deleted. Encoded nodes are
 // shared between streams and never modified.
 //
-// Errors: codes.InvalidArgument for an empty node id or one containing
-// '/', codes.Unimplemented for an unset kind, codes.Unavailable once Run
+// Errors: codes.InvalidArgument for a node id that nodeIDProblem refuses
+// (empty, too long, not printable UTF-8, containing '/'),
+// codes.Unimplemented for an unset kind, codes.Unavailable once Run
 // has returned; the stream's own context ending returns its status.
 func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (err error) {
 	ctx := srv.Context()
@@ -34,10 +35,8 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 	case *apipb.WatchRequest_NodesInCluster_:
 	case *apipb.WatchRequest_NodeInCluster_:
 		id = k.NodeInCluster.GetNodeId()
-		if id == "" {
-			err = status.Error(codes.InvalidArgument, "node_in_cluster: node_id must be set")
-		} else if strings.Contains(id, "/") {
-			err = status.Errorf(codes.InvalidArgument, "node_in_cluster: invalid node_id %q: contains '/'", id)
+		if p := nodeIDProblem(id); p != "" {
+			err = status.Errorf(codes.InvalidArgument, "node_in_cluster: invalid node_id %s: %s", quoteID(id), p)
 		}
 	case nil:
 		err = status.Error(codes.Unimplemented, "watch request kind not set")
@@ -45,7 +44,7 @@ func (s *Server) Watch(req *apipb.WatchRequest, srv apipb.Curator_WatchServer) (
 		err = status.Errorf(codes.Unimplemented, "watch request kind %T not supported", k)
 	}
 	if err != nil {
-		st.refused(s.m, refusedBadRequest, err)
+		s.badRequest(st.log, err)
 		return err
 	}
 	sub, err := s.subscribe(ctx, st, id)
