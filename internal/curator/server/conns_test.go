@@ -244,10 +244,10 @@ func TestIdleTimeout(t *testing.T) {
 // TestHeaderListSize: the server announces MaxHeaderListSize; a gRPC
 // client fails a call with more metadata itself (Internal). A client that
 // sends it anyway has the stream reset (FRAME_SIZE_ERROR) if it fits in
-// one frame (HPACK makes 75 KiB of fields out of 3 KiB), and its
-// connection closed before the rest is read if it does not; gRPC does
-// either before a stream reaches the server, which logs the connection
-// closed only. Metadata within the limit is served.
+// one frame (HPACK makes 75 KiB of fields out of 3 KiB), which is
+// counted as a bad_request and logged, and its connection closed before
+// the rest is read if it does not; gRPC does either before a stream
+// reaches the server. Metadata within the limit is served.
 func TestHeaderListSize(t *testing.T) {
 	t.Parallel()
 	g := serveGuarded(t, curatortest.NewStore(t), Config{}, Limits{})
@@ -284,6 +284,11 @@ func TestHeaderListSize(t *testing.T) {
 	if f := h.next(func(f frame) bool { return f.typ == http2.FrameRSTStream || f.typ == http2.FrameGoAway }); f.typ != http2.FrameRSTStream ||
 		f.stream != 1 || f.code != http2.ErrCodeFrameSize {
 		t.Fatalf("a stream with 75 KiB of metadata in one frame: %+v, want it reset with FRAME_SIZE_ERROR", f)
+	}
+	g.waitMetric(badRequests, 1)
+	l := g.waitLine("stream refused", "reason", "bad_request", "peer", h.conn.LocalAddr().String())
+	if l["error"] != "header list larger than the limit" || l["max_header_list_size"] != float64(MaxHeaderListSize) {
+		t.Errorf("the line of a stream reset for its headers: %v", l)
 	}
 	h.ping(1)
 	if f := h.next(func(f frame) bool { return f.typ == http2.FramePing }); f.ping != 1 {

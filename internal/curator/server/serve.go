@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/nodewatch/nodewatch/internal/dial"
@@ -45,10 +46,12 @@ const DefaultDrainTimeout = 5 * time.Second
 func (s *Server) Serve(ctx context.Context, l net.Listener, opts ...grpc.ServerOption) error {
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
+	creds := insecure.NewCredentials()
 	if s.cfg.TLS != nil {
 		s.warnValidity()
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS.Config())))
+		creds = credentials.NewTLS(s.cfg.TLS.Config())
 	}
+	opts = append(opts, grpc.Creds(headerCreds{creds, s.headerRefused}))
 	opts = append([]grpc.ServerOption{ServerCodec()}, opts...)
 	gs := grpc.NewServer(append(opts, grpc.ChainStreamInterceptor(s.decodeRequests))...)
 	s.Register(gs)
