@@ -107,24 +107,26 @@ etcd-bin:
 ## random cases; `make test` runs the seed corpora and 5,000 model cases.
 FUZZTIME ?= 30s
 MODELSEEDS ?= 1000000
+# fuzz-target runs fuzz target $(2) of package $(1) for FUZZTIME.
+fuzz-target = $(GO) test -run '^$$' -fuzz '^$(2)$$' -fuzztime $(FUZZTIME) $(1)
 fuzz:
 	NODEWATCH_MODEL_SEEDS=$(MODELSEEDS) $(GO) test -count=1 -run '^TestQueueModel$$' -timeout 0 ./internal/handoff
-	$(GO) test -run '^$$' -fuzz '^FuzzQueueModel$$' -fuzztime $(FUZZTIME) ./internal/handoff
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValueAuto$$' -fuzztime $(FUZZTIME) ./internal/etcdkv
-	$(GO) test -run '^$$' -fuzz '^FuzzWatchCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdwire
-	$(GO) test -run '^$$' -fuzz '^FuzzRangeCodec$$' -fuzztime $(FUZZTIME) ./internal/etcdwire
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./internal/curator
-	$(GO) test -run '^$$' -fuzz '^FuzzNodeJSON$$' -fuzztime $(FUZZTIME) ./internal/curator
-	$(GO) test -run '^$$' -fuzz '^FuzzObjectOfWire$$' -fuzztime $(FUZZTIME) ./internal/curator
-	$(GO) test -run '^$$' -fuzz '^FuzzWireEvent$$' -fuzztime $(FUZZTIME) ./internal/curator/client
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
-	$(GO) test -run '^$$' -fuzz '^FuzzDiff$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
-	$(GO) test -run '^$$' -fuzz '^FuzzCompactFrom$$' -fuzztime $(FUZZTIME) ./internal/jsondoc
-	$(GO) test -run '^$$' -fuzz '^FuzzFast$$' -fuzztime $(FUZZTIME) ./internal/jq
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/gobjson
-	$(GO) test -run '^$$' -fuzz '^FuzzEncodeKey$$' -fuzztime $(FUZZTIME) ./internal/stream
-	$(GO) test -run '^$$' -fuzz '^FuzzFollower$$' -fuzztime $(FUZZTIME) ./internal/view
+	$(call fuzz-target,./internal/handoff,FuzzQueueModel)
+	$(call fuzz-target,./internal/etcdkv,FuzzDecodeValueAuto)
+	$(call fuzz-target,./internal/etcdwire,FuzzWatchCodec)
+	$(call fuzz-target,./internal/etcdwire,FuzzRangeCodec)
+	$(call fuzz-target,./internal/curator,FuzzDecodeRecord)
+	$(call fuzz-target,./internal/curator,FuzzNodeJSON)
+	$(call fuzz-target,./internal/curator,FuzzObjectOfWire)
+	$(call fuzz-target,./internal/curator/client,FuzzWireEvent)
+	$(call fuzz-target,./internal/jsondoc,FuzzDecode)
+	$(call fuzz-target,./internal/jsondoc,FuzzDiff)
+	$(call fuzz-target,./internal/jsondoc,FuzzAppendCompact)
+	$(call fuzz-target,./internal/jsondoc,FuzzCompactFrom)
+	$(call fuzz-target,./internal/jq,FuzzFast)
+	$(call fuzz-target,./internal/gobjson,FuzzDecode)
+	$(call fuzz-target,./internal/stream,FuzzEncodeKey)
+	$(call fuzz-target,./internal/view,FuzzFollower)
 
 ## soak: sim at full speed, serve, nodes behind a slow reader, for SOAKTIME (default 2m):
 ## heap over time, then the replayed stream must equal etcd.

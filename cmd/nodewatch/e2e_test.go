@@ -104,9 +104,7 @@ func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
 // SIGINT and SIGTERM.
 func TestE2EExitCodes(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/x/a", "1")
+	ep, _ := etcdtest.StartWith(t, "/x/a", "1")
 
 	for _, args := range [][]string{{"key", "/x", "--etcd"}, {"nodes", "--curator"}} {
 		t.Run("3 not before --dial-timeout: "+args[0], func(t *testing.T) {

@@ -174,8 +174,7 @@ func converge(t *testing.T, dir string, c *clientv3.Client, prefix string, stder
 // changes, and what it was given, replayed, ends equal to etcd.
 func TestE2EExecSlowHandler(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	dir := t.TempDir()
 	cmd := command(t, "key", "/slow/", "--prefix", "--etcd", ep, "--exec", saveInput+"; sleep 1")
 	cmd.Env = append(cmd.Env, "DIR="+dir)
@@ -202,9 +201,7 @@ func TestE2EExecSlowHandler(t *testing.T) {
 // same batch again each time, with what changed meanwhile merged in.
 func TestE2EExecRetry(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/retry/a", `1`)
+	ep, c := etcdtest.StartWith(t, "/retry/a", `1`)
 	dir := t.TempDir()
 	// The first attempt waits for the test's go-ahead; the first two fail.
 	handler := saveInput + `; if [ "$NODEWATCH_ATTEMPT" = 1 ]; then while [ ! -e "$DIR/go" ]; do sleep 0.05; done; fi; [ "$NODEWATCH_ATTEMPT" -ge 3 ] || exit 7`
@@ -239,7 +236,7 @@ func TestE2EExecRetry(t *testing.T) {
 		}
 		var got []string
 		for _, l := range in.lines {
-			if ev := parseEvent(t, l); ev.Type != "batch_done" {
+			if ev := parseLine[event](t, l); ev.Type != "batch_done" {
 				got = append(got, fmt.Sprintf("%s %s %v", ev.Type, ev.ID, ev.Object["value"]))
 			}
 		}
@@ -264,13 +261,15 @@ type event struct {
 	Batch  int            `json:"batch"`
 }
 
-func parseEvent(t *testing.T, line string) event {
+// parseLine decodes an NDJSON line as a T; a line that is not one fails
+// the test.
+func parseLine[T any](t *testing.T, line string) T {
 	t.Helper()
-	var ev event
-	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+	var v T
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
 		t.Fatalf("%q: %v", line, err)
 	}
-	return ev
+	return v
 }
 
 // TestE2EExecTimeoutAndRetries: a handler that hangs is ended by
@@ -278,9 +277,7 @@ func parseEvent(t *testing.T, line string) event {
 // exits 1 saying which batch failed and why.
 func TestE2EExecTimeoutAndRetries(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/hang/a", `1`)
+	ep, _ := etcdtest.StartWith(t, "/hang/a", `1`)
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	cmd := command(t, "key", "/hang/", "--prefix", "--etcd", ep, "--exec-timeout", "300ms", "--exec-retries", "1",
@@ -312,9 +309,7 @@ func TestE2EExecTimeoutAndRetries(t *testing.T) {
 // then nodewatch exits 130.
 func TestE2EExecSignal(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/sig/a", `1`)
+	ep, _ := etcdtest.StartWith(t, "/sig/a", `1`)
 	dir := t.TempDir()
 	cmd := command(t, "key", "/sig/", "--prefix", "--etcd", ep,
 		"--exec", `trap 'echo INT > "$DIR/got"; exit 0' INT; touch "$DIR/running"; while :; do sleep 0.05; done`)
@@ -345,8 +340,7 @@ func TestE2EStateResume(t *testing.T) {
 	t.Parallel()
 	t.Run("key", func(t *testing.T) {
 		t.Parallel()
-		ep := etcdtest.Start(t)
-		c := etcdtest.Client(t, ep)
+		ep, c := etcdtest.StartWith(t)
 		for _, k := range []string{"a", "b", "c"} {
 			etcdtest.Put(t, c, "/res/"+k, `"`+k+`1"`)
 		}
@@ -424,7 +418,7 @@ func summarize(t *testing.T, lines []string) []string {
 		return fmt.Sprint(o["state"])
 	}
 	for _, l := range lines {
-		ev := parseEvent(t, l)
+		ev := parseLine[event](t, l)
 		s := ev.Type + " " + ev.ID
 		switch ev.Type {
 		case "batch_done":
@@ -448,9 +442,7 @@ func summarize(t *testing.T, lines []string) []string {
 // and left as it was.
 func TestE2EStateBadFiles(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/bad/a", `1`)
+	ep, _ := etcdtest.StartWith(t, "/bad/a", `1`)
 	dir := t.TempDir()
 	st := filepath.Join(dir, "state")
 	runOK(t, []string{"key", "/bad/", "--prefix", "--etcd", ep, "--state", st, "--once"})
@@ -521,8 +513,7 @@ func fileKeeper(t *testing.T, path string) func() {
 // not yet recorded it: the last batch a killed run gave a handler.
 func TestE2EExecKillRestart(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
+	ep, c := etcdtest.StartWith(t)
 	dir, st := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	stop := make(chan struct{})

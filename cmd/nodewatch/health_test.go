@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ func putNodeHealth(t *testing.T, c *clientv3.Client, id, addr, members string) {
 	etcdtest.Put(t, c, curator.DefaultPrefix+"metropolis-"+id, rec)
 }
 
-// event is one NDJSON line of a node stream, as far as health goes.
+// healthEvent is one NDJSON line of a node stream, as far as health goes.
 type healthEvent struct {
 	Type    string
 	ID      string
@@ -39,15 +38,6 @@ type healthEvent struct {
 			ExternalAddress string `json:"external_address"`
 		}
 	}
-}
-
-func parseHealthEvent(t *testing.T, line string) healthEvent {
-	t.Helper()
-	var ev healthEvent
-	if err := json.Unmarshal([]byte(line), &ev); err != nil {
-		t.Fatalf("%s: %v", line, err)
-	}
-	return ev
 }
 
 // TestNodesHealth: `nodes --health` against serve gives every node the
@@ -71,7 +61,7 @@ func TestNodesHealth(t *testing.T) {
 	if len(initial) != 4 {
 		t.Fatalf("initial batch: %q, want 3 nodes", initial)
 	}
-	a, b, cc := parseHealthEvent(t, initial[0]), parseHealthEvent(t, initial[1]), parseHealthEvent(t, initial[2])
+	a, b, cc := parseLine[healthEvent](t, initial[0]), parseLine[healthEvent](t, initial[1]), parseLine[healthEvent](t, initial[2])
 	if a.Object.Health != "HEALTH_HEALTHY" || a.Object.TimeSinceHeartbeat == nil {
 		t.Errorf("node A: %s, want HEALTH_HEALTHY with a time_since_heartbeat", initial[0])
 	} else if d, err := time.ParseDuration(*a.Object.TimeSinceHeartbeat); err != nil || d < 2*time.Second {
@@ -93,7 +83,7 @@ func TestNodesHealth(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("after B's health changed: %q, want one updated", got)
 	}
-	ev := parseHealthEvent(t, got[0])
+	ev := parseLine[healthEvent](t, got[0])
 	if ev.Type != "updated" || ev.ID != "metropolis-"+idB || ev.Object.Health != "HEALTH_HEALTHY" {
 		t.Errorf("after B's health changed: %s, want B updated to HEALTH_HEALTHY", got[0])
 	}
@@ -110,7 +100,7 @@ func TestNodesHealth(t *testing.T) {
 
 	// A node change keeps its health.
 	putNodeHealth(t, c, idB, "10.0.0.9", `"health":"HEALTHY"`)
-	ev = parseHealthEvent(t, p.batch(t)[0])
+	ev = parseLine[healthEvent](t, p.batch(t)[0])
 	if ev.Object.Status.ExternalAddress != "10.0.0.9" || ev.Object.Health != "HEALTH_HEALTHY" {
 		t.Errorf("after B moved: %+v, want 10.0.0.9 and HEALTH_HEALTHY", ev.Object)
 	}

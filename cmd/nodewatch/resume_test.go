@@ -25,9 +25,7 @@ import (
 // updated to v1, prev v2.
 func TestE2EStateRevertAfterKill(t *testing.T) {
 	t.Parallel()
-	ep := etcdtest.Start(t)
-	c := etcdtest.Client(t, ep)
-	etcdtest.Put(t, c, "/r/k", `"v1"`)
+	ep, c := etcdtest.StartWith(t, "/r/k", `"v1"`)
 	dir, st := t.TempDir(), filepath.Join(t.TempDir(), "state")
 	// The handler saves its input, and in the first run, given v2, it
 	// notes its process group and hangs, until it is killed.

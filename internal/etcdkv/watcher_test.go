@@ -66,21 +66,27 @@ func next(t *testing.T, mb *handoff.Queue) flow.Batch {
 
 func value(kv *mvccpb.KeyValue) (any, error) { return string(kv.Value), nil }
 
+// putNumbered puts n keys, prefix followed by 00000, 00001, …, each with
+// the value "v", 100 to a transaction.
+func putNumbered(t *testing.T, c *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < min(i+100, n); j++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s%05d", prefix, j), "v"))
+		}
+		if _, err := c.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestListPaged: 2,500 keys at page size 100 arrive as 25 responses but
 // one initial batch, all at the revision of the first page.
 func TestListPaged(t *testing.T) {
 	_, c := etcdtest.StartWith(t)
-	ctx := context.Background()
 	const n = 2500
-	for i := 0; i < n; i += 100 {
-		var ops []clientv3.Op
-		for j := i; j < i+100; j++ {
-			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/p/%05d", j), "v"))
-		}
-		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putNumbered(t, c, "/p/", n)
 	etcdtest.Put(t, c, "/p0", "outside the prefix")
 
 	var mu sync.Mutex
@@ -349,15 +355,7 @@ func TestListReadsOneAhead(t *testing.T) {
 	url, c := etcdtest.StartWith(t)
 	ctx := context.Background()
 	const n, size = 1000, 100
-	for i := 0; i < n; i += 100 {
-		var ops []clientv3.Op
-		for j := i; j < i+100; j++ {
-			ops = append(ops, clientv3.OpPut(fmt.Sprintf("/a/%05d", j), "v"))
-		}
-		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putNumbered(t, c, "/a/", n)
 	kv := &rangeCounter{}
 	counted, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: testkit.Timeout,
 		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(kv.intercept)}})

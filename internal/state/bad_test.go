@@ -107,20 +107,13 @@ func TestBad(t *testing.T) {
 			}
 		}, "not a regular file"},
 		{"another bbolt database", func(t *testing.T, path string) {
-			db, err := bolt.Open(path, 0o644, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := db.Update(func(tx *bolt.Tx) error {
+			update(t, path, func(tx *bolt.Tx) error {
 				b, err := tx.CreateBucket([]byte("members"))
 				if err != nil {
 					return err
 				}
 				return b.Put([]byte("a"), []byte("b"))
-			}); err != nil {
-				t.Fatal(err)
-			}
+			})
 		}, "not nodewatch's"},
 		{"an empty bbolt database", func(t *testing.T, path string) {
 			db, err := bolt.Open(path, 0o644, nil)

@@ -93,23 +93,12 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 		case n == 0 && !b.Full():
 			continue
 		}
-		if r.o.Until != nil {
-			met, err := r.untilMet()
-			if err != nil {
-				return r.end(err)
-			}
-			if met {
-				return r.goalMet()
-			}
+		met, err := r.conditionMet(true, true)
+		if err != nil {
+			return r.end(err)
 		}
-		if r.o.Each != nil {
-			met, err := r.eachMet()
-			if err != nil {
-				return r.end(err)
-			}
-			if met {
-				return r.goalMet()
-			}
+		if met {
+			return r.goalMet()
 		}
 	}
 }

@@ -63,6 +63,21 @@ func (r *run) view() any {
 	return objs
 }
 
+// conditionMet reports whether Until (when until is true) or Each (when
+// each is true) holds, as far as they are set. Until is evaluated first;
+// when it holds, Each is not evaluated.
+func (r *run) conditionMet(until, each bool) (bool, error) {
+	if until && r.o.Until != nil {
+		if met, err := r.untilMet(); err != nil || met {
+			return met, err
+		}
+	}
+	if each && r.o.Each != nil {
+		return r.eachMet()
+	}
+	return false, nil
+}
+
 // untilMet evaluates Until over the view.
 func (r *run) untilMet() (bool, error) {
 	ok, err := r.o.Until.Truthy(r.ctx, r.view())

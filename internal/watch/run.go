@@ -288,23 +288,12 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
 		}
-		if r.o.Until != nil && changed {
-			met, err := r.untilMet()
-			if err != nil {
-				return r.end(err)
-			}
-			if met {
-				return r.goalMet()
-			}
+		met, err := r.conditionMet(changed, changed || b.Synced)
+		if err != nil {
+			return r.end(err)
 		}
-		if r.o.Each != nil && (changed || b.Synced) {
-			met, err := r.eachMet()
-			if err != nil {
-				return r.end(err)
-			}
-			if met {
-				return r.goalMet()
-			}
+		if met {
+			return r.goalMet()
 		}
 	}
 }

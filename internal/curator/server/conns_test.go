@@ -52,15 +52,7 @@ func serveGuarded(t *testing.T, st *curatortest.Store, cfg Config, lim Limits) *
 	s.badRequests.every = time.Hour
 	l := testkit.Listen(t)
 	g.addr = l.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, lim.ServerOptions(m)...) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	serveUntilEnd(t, s, l, lim.ServerOptions(m)...)
 	return g
 }
 

@@ -26,16 +26,22 @@ func serveLimited(t *testing.T, st *curatortest.Store, lim Limits) string {
 	t.Helper()
 	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Log: curatortest.NewLogs(t).Logger()})
 	l := testkit.Listen(t)
+	serveUntilEnd(t, s, l, lim.ServerOptions(nil)...)
+	return l.Addr().String()
+}
+
+// serveUntilEnd serves s on l with opts until the test ends, when Serve
+// must return context.Canceled.
+func serveUntilEnd(t *testing.T, s *Server, l net.Listener, opts ...grpc.ServerOption) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, lim.ServerOptions(nil)...) }()
+	go func() { done <- s.Serve(ctx, l, opts...) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != context.Canceled {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return l.Addr().String()
 }
 
 // openWatch opens a nodes_in_cluster stream on conn and reads its backlog.

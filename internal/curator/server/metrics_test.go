@@ -115,13 +115,7 @@ func TestMetrics(t *testing.T) {
 	t.Cleanup(hs.Close)
 	s := New(Config{Etcd: st.Etcd, Prefix: st.Prefix, Log: curatortest.NewLogs(t).Logger(), Metrics: m})
 	l := testkit.Listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l, Limits{MaxStreams: 2}.ServerOptions(m)...) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	serveUntilEnd(t, s, l, Limits{MaxStreams: 2}.ServerOptions(m)...)
 	conn := curatortest.Dial(t, l.Addr().String())
 	if _, err := getNodes(t, conn, ""); err != nil { // waits for Run's initial state
 		t.Fatal(err)
