@@ -21,6 +21,7 @@ const (
 	exitFailure     = 1
 	exitUsage       = cmdline.ExitUsage
 	exitUnavailable = 3
+	exitFailIf      = 4
 	exitTimeout     = 124
 	exitInterrupted = 130
 )
@@ -50,6 +51,8 @@ func exitTable() []exitRow {
 		{exitUnavailable, "no connection within --dial-timeout, or --timeout passed before the initial state",
 			"etcd not reached within --dial-timeout", "etcd not reached within --dial-timeout", "",
 			"no connection within --dial-timeout"},
+		{exitFailIf, "a failure condition was met: an object satisfied --fail-if (the report names it)", "", "", "",
+			"a failure condition was met (--fail-if)"},
 		{exitTimeout, "--timeout passed with the goal unmet", "", "", "", "--timeout passed with the goal unmet"},
 		{exitInterrupted, "interrupted (SIGINT, SIGTERM)", "a second SIGINT or SIGTERM during the drain",
 			"interrupted (SIGINT, SIGTERM)", "", "interrupted"},
@@ -140,6 +143,8 @@ func stopError(res watch.Result, err error, target string, timeout time.Duration
 		return nil
 	case watch.Interrupted:
 		return context.Canceled
+	case watch.FailConditionMet:
+		return &cmdline.Error{Code: exitFailIf, Err: fmt.Errorf("--fail-if was met by %s", tripped(res.Report))}
 	case watch.TimedOut:
 		switch {
 		case !res.Received:
@@ -151,6 +156,19 @@ func stopError(res watch.Result, err error, target string, timeout time.Duration
 		return nil
 	}
 	return err
+}
+
+// tripped names the objects of rep that met --fail-if.
+func tripped(rep *watch.Report) string {
+	var ids []string
+	for _, u := range rep.Tripped {
+		ids = append(ids, u.ID)
+	}
+	s := strings.Join(ids, ", ")
+	if n := rep.MoreTripped; n > 0 {
+		s += fmt.Sprintf(" and %d more", n)
+	}
+	return s
 }
 
 // exitCode returns the exit code for err and whether err deserves a

@@ -37,6 +37,12 @@ type undelivered struct {
 	cause  flow.Cause // of the batches merged: see merge
 	synced bool
 	rev    int64
+	// changes counts the events noted, for Settle to tell a batch that
+	// changed something.
+	changes int
+	// rendered: Render was delivered a view (the first delivery renders
+	// whatever the view holds).
+	rendered bool
 	input  bytes.Buffer
 	enc    *stream.Encoder // into input
 }
@@ -54,34 +60,44 @@ type delivered struct {
 	given any
 }
 
-// execLoop is the reader of the batches with Exec.
+// execLoop is the reader of the batches with Exec or Render.
 func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 	u := &r.undelivered
 	u.before = map[string]delivered{}
 	opts := r.o.Output
 	opts.Format, opts.FlushEachLine, opts.Color = stream.JSON, false, false
 	u.enc = stream.NewEncoder(&u.input, opts)
+	r.settler.Settle = r.o.Settle
 	for {
-		b, err := q.Next(r.ctx)
-		if err == nil && r.ctx.Err() != nil {
-			err = r.ctx.Err()
+		b, err := r.nextBefore(q, earliest(r.settler.due(), r.stable.due()))
+		full := false
+		switch {
+		case errors.Is(err, errDue):
+			if r.stable.held(time.Now()) {
+				return r.goalMet()
+			}
+			// Else the changes settled: deliver them.
+		case err == nil && r.ctx.Err() == nil:
+			full = b.Full()
+			if err := r.take(q, b); err != nil {
+				return r.end(err)
+			}
+		default:
+			if err == nil {
+				err = r.ctx.Err() // queued batches wait in vain once the run has to end
+			}
+			return r.end(err)
 		}
+		if len(r.tripped) == 0 && r.settler.waits(time.Now()) {
+			continue
+		}
+		n, err := r.deliverRetrying(q)
 		if err != nil {
 			return r.end(err)
 		}
-		r.res.Received = true
-		r.received.Store(true)
-		err = r.collect(b)
-		if err == nil {
-			settle(&b)
-			err = r.drain(q)
-		}
-		var n int
-		if err == nil {
-			n, err = r.deliverRetrying(q)
-		}
-		if err != nil {
-			return r.end(err)
+		r.settler.delivered()
+		if len(r.tripped) > 0 {
+			return r.failed()
 		}
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
@@ -90,17 +106,30 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 		case r.o.Once && u.synced,
 			r.o.Count > 0 && r.res.Events >= r.o.Count:
 			return r.goalMet()
-		case n == 0 && !b.Full():
+		case n == 0 && !full:
 			continue
 		}
-		met, err := r.conditionMet(true, true)
-		if err != nil {
-			return r.end(err)
-		}
-		if met {
-			return r.goalMet()
+		if done, err := r.goalHeld(true, true); err != nil || done {
+			return r.endGoal(err)
 		}
 	}
+}
+
+// take applies b, and every batch queued behind it, to what is
+// undelivered, and notes the time of a change for Settle.
+func (r *run) take(q *handoff.Queue, b flow.Batch) error {
+	r.res.Received = true
+	r.received.Store(true)
+	changes := r.undelivered.changes
+	err := r.collect(b)
+	if err == nil {
+		settle(&b)
+		err = r.drain(q)
+	}
+	if r.undelivered.changes != changes {
+		r.settler.changed(time.Now())
+	}
+	return err
 }
 
 // collect applies b to the view, and notes for each id it changes the
@@ -114,6 +143,9 @@ func (r *run) collect(b flow.Batch) error {
 		if silent && r.o.State != nil {
 			r.keep(ev)
 		}
+		if err := r.trip(b, ev); err != nil {
+			return err
+		}
 		switch {
 		case ev.Type == flow.BatchDone:
 			u.synced, u.rev = ev.Synced, max(u.rev, ev.Rev)
@@ -121,6 +153,7 @@ func (r *run) collect(b flow.Batch) error {
 		case silent:
 			return nil
 		}
+		u.changes++
 		d, ok := u.before[ev.ID]
 		if !ok {
 			d = delivered{obj: ev.Prev, had: ev.Type != flow.New}
@@ -132,6 +165,9 @@ func (r *run) collect(b flow.Batch) error {
 		u.before[ev.ID] = d
 		return nil
 	})
+	if err == nil {
+		err = r.tripFull(b)
+	}
 	if err != nil {
 		return err
 	}
@@ -181,11 +217,11 @@ func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
 		}
 		batch := r.batchBase + r.res.Batches + 1
 		if attempt > r.o.ExecRetries {
-			return 0, fmt.Errorf("--exec: the handler of batch %d failed %d times, the last time: %w", batch, attempt, err)
+			return 0, fmt.Errorf("%s of batch %d failed %d times, the last time: %w", r.deliveryName(), batch, attempt, err)
 		}
 		wait := bo.Next()
 		if r.o.Logf != nil {
-			r.o.Logf("--exec: the handler of batch %d failed (%v); retry %d of %d in %v", batch, err, attempt, r.o.ExecRetries, wait.Round(time.Millisecond))
+			r.o.Logf("%s of batch %d failed (%v); retry %d of %d in %v", r.deliveryName(), batch, err, attempt, r.o.ExecRetries, wait.Round(time.Millisecond))
 		}
 		if err := backoff.Sleep(r.ctx, wait); err != nil {
 			return 0, err
@@ -194,6 +230,14 @@ func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// deliveryName names what delivers a batch, in messages.
+func (r *run) deliveryName() string {
+	if r.o.Render != nil {
+		return "--render: the rendering"
+	}
+	return "--exec: the handler"
 }
 
 // deliver runs the handler once over the difference between what it was
@@ -233,9 +277,12 @@ func (r *run) deliver(attempt int) (int, error) {
 		}
 		events = append(events, ev)
 	}
-	if len(events) == 0 {
+	if len(events) == 0 && (r.o.Render == nil || u.rendered) {
 		u.delivered()
 		return 0, nil
+	}
+	if r.o.Render != nil {
+		return r.render(events, attempt)
 	}
 	done := flow.Event{Type: flow.BatchDone, Batch: r.batchBase + r.res.Batches + 1, Synced: u.synced, Cause: u.cause, Counts: counts, Rev: u.rev}
 	u.input.Reset()
@@ -266,6 +313,21 @@ func (r *run) deliver(attempt int) (int, error) {
 		}
 	}
 	u.delivered()
+	return len(events), nil
+}
+
+// render delivers the view to Render, for events (perhaps none: the
+// first rendering).
+func (r *run) render(events []flow.Event, attempt int) (int, error) {
+	if err := r.o.Render(r.ctx, r.view(), attempt); err != nil {
+		return 0, err
+	}
+	r.res.Batches++
+	r.batches.Add(1)
+	r.res.Events += len(events)
+	r.events.Add(int64(len(events)))
+	r.undelivered.rendered = true
+	r.undelivered.delivered()
 	return len(events), nil
 }
 

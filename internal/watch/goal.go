@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
@@ -31,6 +32,14 @@ type Report struct {
 	// Until), or UntilError why it has none.
 	UntilValue any    `json:"until_value,omitempty"`
 	UntilError string `json:"until_error,omitempty"`
+	// Tripped names the objects that met FailIf (the first MaxUnmet),
+	// MoreTripped counts the rest.
+	Tripped     []Unmet `json:"tripped,omitempty"`
+	MoreTripped int     `json:"more_tripped,omitempty"`
+	// With Stable: HeldFor is how long the goal has held (Holding), or
+	// held the last time before it broke ("" if it never held).
+	HeldFor string `json:"held_for,omitempty"`
+	Holding bool   `json:"holding,omitempty"`
 	// Events and Batches are what was printed.
 	Events  int `json:"events"`
 	Batches int `json:"batches"`
@@ -64,18 +73,32 @@ func (r *run) view() any {
 }
 
 // conditionMet reports whether Until (when until is true) or Each (when
-// each is true) holds, as far as they are set. Until is evaluated first;
-// when it holds, Each is not evaluated.
-func (r *run) conditionMet(until, each bool) (bool, error) {
+// each is true) holds, as far as they are set, and whether either was
+// evaluated. Until is evaluated first; when it holds, Each is not
+// evaluated.
+func (r *run) conditionMet(until, each bool) (met, evaluated bool, err error) {
 	if until && r.o.Until != nil {
 		if met, err := r.untilMet(); err != nil || met {
-			return met, err
+			return met, true, err
 		}
+		evaluated = true
 	}
 	if each && r.o.Each != nil {
-		return r.eachMet()
+		met, err := r.eachMet()
+		return met, true, err
 	}
-	return false, nil
+	return false, evaluated, nil
+}
+
+// goalHeld evaluates the goal after a batch (see conditionMet) and
+// reports whether the run ends with it: at once, or, with Stable, once
+// it has held that long (the loops wait for that moment too).
+func (r *run) goalHeld(until, each bool) (bool, error) {
+	met, evaluated, err := r.conditionMet(until, each)
+	if err != nil || !evaluated {
+		return false, err
+	}
+	return r.stable.observe(time.Now(), met), nil
 }
 
 // untilMet evaluates Until over the view.
@@ -123,7 +146,11 @@ func (r *run) count(ctx context.Context, warn bool, unmet func(id string, obj an
 // context has ended: the programs run under a context of their own
 // (bounded by their time limit).
 func (r *run) report() *Report {
-	rep := &Report{Objects: r.fol.Set().Len(), Events: r.res.Events, Batches: r.res.Batches}
+	rep := &Report{Objects: r.fol.Set().Len(), Events: r.res.Events, Batches: r.res.Batches,
+		Tripped: r.tripped, MoreTripped: r.moreTripped}
+	if held, holding := r.stable.heldFor(time.Now()); r.o.Stable > 0 && held > 0 {
+		rep.HeldFor, rep.Holding = held.Round(time.Millisecond).String(), holding
+	}
 	ctx := context.Background()
 	if r.o.Each != nil {
 		meeting, _, _ := r.count(ctx, false, func(id string, obj any) {
@@ -199,6 +226,21 @@ func (r *Report) Lines(o Options, what string) []string {
 		if r.MoreUnmet > 0 {
 			add("  and %d more not met", r.MoreUnmet)
 		}
+	}
+	for _, u := range r.Tripped {
+		add("met %s: %s  %s", o.FailIf.Name(), u.ID, u.Summary)
+	}
+	if r.MoreTripped > 0 {
+		add("and %d more met %s", r.MoreTripped, o.FailIf.Name())
+	}
+	switch {
+	case o.Stable <= 0:
+	case r.Holding:
+		add("the goal holds, for %s of --stable %v", r.HeldFor, o.Stable)
+	case r.HeldFor != "":
+		add("the goal last held for %s (--stable %v)", r.HeldFor, o.Stable)
+	default:
+		add("the goal never held (--stable %v)", o.Stable)
 	}
 	switch {
 	case o.Until != nil && r.UntilError != "":

@@ -43,6 +43,16 @@ type Options struct {
 	// it, or, with AtLeast > 0, once at least AtLeast objects do.
 	Each    *jq.Program
 	AtLeast int
+	// FailIf, if set, ends the run (FailConditionMet) once an object
+	// that enters or changes in the view satisfies it, after the batch
+	// that brought it is printed or delivered: a CI wait fails at once
+	// instead of waiting out its timeout. Whichever of it and the goal
+	// comes first decides; within one batch, the failure.
+	FailIf *jq.Program
+	// Stable > 0: the goal (Until, Each) must hold without a break for
+	// Stable before the run ends with it; a batch that breaks it starts
+	// the clock again.
+	Stable time.Duration
 	// List: Until sees the view as an array of objects in id order (a
 	// prefix, every node); otherwise the one object, or null.
 	List bool
@@ -94,6 +104,13 @@ type Options struct {
 	// ExecBackoffMax caps the wait before a retry; 0 means
 	// DefaultExecBackoffMax.
 	ExecBackoffMax time.Duration
+	// Render, if set, is delivered the view (as Until sees it) instead of
+	// the events, once at the start and then whenever the view changed
+	// (--render): in the place of Exec, with its retries.
+	Render func(ctx context.Context, view any, attempt int) error
+	// Settle, with Exec or Render, holds a delivery back until the
+	// changes settle (--settle).
+	Settle Settle
 	// State, if set, records each batch once it is delivered (printed and
 	// flushed, or its handler succeeded), the batches that --changes-only
 	// keeps silent included.
@@ -144,6 +161,10 @@ type Resume struct {
 // hasGoal reports whether anything ends the run successfully.
 func (o *Options) hasGoal() bool { return o.Until != nil || o.Each != nil || o.Once || o.Count > 0 }
 
+// delivers reports whether batches go to a handler (Exec, Render)
+// rather than to the output.
+func (o *Options) delivers() bool { return o.Exec != nil || o.Render != nil }
+
 // Stop is why a run ended.
 type Stop int
 
@@ -160,10 +181,13 @@ const (
 	// Failed: the source failed, the output failed, or a jq program
 	// failed under Strict; Run's error says how.
 	Failed
+	// FailConditionMet: an object satisfied FailIf; the Report names
+	// each that did.
+	FailConditionMet
 )
 
 // stopNames are the names of the ways a run ends.
-var stopNames = enum.Names[Stop]{"", "goal met", "timed out", "interrupted", "output closed", "failed"}
+var stopNames = enum.Names[Stop]{"", "goal met", "timed out", "interrupted", "output closed", "failed", "failure condition met"}
 
 // String returns the name of s.
 func (s Stop) String() string { return stopNames.String(s) }

@@ -1,8 +1,6 @@
 package watch
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/nodewatch/nodewatch/internal/flow"
@@ -43,32 +41,28 @@ func (r *run) holding(q *handoff.Queue, b flow.Batch) bool {
 	return true
 }
 
-// errHeartbeat: Heartbeat passed without a batch (from next).
-var errHeartbeat = errors.New("heartbeat due")
-
-// next waits for the next batch, and, with Heartbeat, returns
-// errHeartbeat once nothing was printed for Heartbeat.
+// next waits for the next batch, or returns errDue once a heartbeat is
+// due (nothing was printed for Heartbeat) or the goal has held for
+// Stable.
 func (r *run) next(q *handoff.Queue) (flow.Batch, error) {
-	if r.o.Heartbeat <= 0 {
-		return q.Next(r.ctx)
+	deadline := r.stable.due()
+	if r.o.Heartbeat > 0 {
+		if r.lastPrint.IsZero() {
+			r.lastPrint = time.Now()
+		}
+		deadline = earliest(deadline, r.lastPrint.Add(r.o.Heartbeat))
 	}
-	if r.lastPrint.IsZero() {
-		r.lastPrint = time.Now()
-	}
-	ctx, cancel := context.WithDeadline(r.ctx, r.lastPrint.Add(r.o.Heartbeat))
-	defer cancel()
-	b, err := q.Next(ctx)
-	if err != nil && r.ctx.Err() == nil && ctx.Err() != nil {
-		return b, errHeartbeat
-	}
-	return b, err
+	return r.nextBefore(q, deadline)
 }
 
-// heartbeat prints a heartbeat if the source confirmed within the last
-// Heartbeat that it is current; either way, the next is due Heartbeat
-// later.
+// heartbeat prints a heartbeat, once Heartbeat passed since the last
+// line, if the source confirmed within the last Heartbeat that it is
+// current; either way, the next is due Heartbeat later.
 func (r *run) heartbeat() error {
 	now := time.Now()
+	if r.o.Heartbeat <= 0 || now.Sub(r.lastPrint) < r.o.Heartbeat {
+		return nil
+	}
 	r.lastPrint = now
 	if r.confirmedAt.IsZero() || now.Sub(r.confirmedAt) > r.o.Heartbeat {
 		return nil

@@ -64,8 +64,11 @@ func (r *run) applyRecorded(b flow.Batch, silent bool) (changed bool, err error)
 			done = ev
 		}
 		r.keep(ev)
-		return nil
+		return r.trip(b, ev)
 	})
+	if err == nil {
+		err = r.tripFull(b)
+	}
 	if err != nil || silent || !changed {
 		return changed, err
 	}

@@ -72,7 +72,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	defer cancel(nil) // runs before wg.Wait
 
 	lister := o.Lister
-	streaming := lister != nil && o.Once && o.Until == nil && o.Each == nil && o.Exec == nil && o.State == nil && o.Resume == nil
+	streaming := lister != nil && o.Once && o.Until == nil && o.Each == nil && o.FailIf == nil && !o.delivers() && o.State == nil && o.Resume == nil
 	q := handoff.New(0)
 	sink := &sink{Queue: q, m: o.Progress}
 	if o.Progress != nil {
@@ -109,20 +109,21 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 	// it comes, nor for a handler or a --state record, which take each
 	// batch as it was written out, nor with --until or --each, which
 	// evaluate the whole view after a batch.
-	o.Output.HoldBatches = !o.Output.FlushEachLine && o.Exec == nil && o.State == nil && o.Until == nil && o.Each == nil
+	o.Output.HoldBatches = !o.Output.FlushEachLine && !o.delivers() && o.State == nil && o.Until == nil && o.Each == nil
 	r := &run{
 		parent: ctx,
 		ctx:    runCtx,
 		o:      &o,
 		enc:    stream.NewEncoder(out, o.Output),
 		warn:   newWarnings(o.Logf, o.WarnEvery),
+		stable: stability{dur: o.Stable},
 	}
 	defer r.warn.flush()
 	r.fol = view.NewFollower(r.filterFunc(), r.equalsFunc())
 	// Printed, an event's objects are bytes in the output: the objects
 	// that leave the view are free once a batch is. A handler's runs
 	// (the states it had) and a --state record keep them longer.
-	r.fol.Recycle = o.Exec == nil && o.State == nil
+	r.fol.Recycle = !o.delivers() && o.State == nil
 	if o.Resume != nil {
 		r.resume(o.Resume)
 	}
@@ -143,7 +144,7 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		switch {
 		case streaming:
 			e.res, e.err = r.list(lister)
-		case o.Exec != nil:
+		case o.delivers():
 			e.res, e.err = r.execLoop(q)
 		default:
 			e.res, e.err = r.loop(q)
@@ -201,6 +202,16 @@ type run struct {
 	// everSeen: the view held an object after some batch (Report).
 	everSeen bool
 
+	// tripped: the objects that met FailIf (failif.go); moreTripped
+	// counts those past MaxUnmet.
+	tripped     []Unmet
+	trippedIDs  map[string]bool
+	moreTripped int
+	// stable: how long the goal has held (Stable); settler: when a
+	// delivery is due (Settle).
+	stable  stability
+	settler settler
+
 	// resuming: the next full batch is the first after Resume. batchBase
 	// is the number of the last batch delivered before this run.
 	resuming  bool
@@ -229,7 +240,10 @@ func (r *run) abandon() (Result, error) {
 func (r *run) loop(q *handoff.Queue) (Result, error) {
 	for {
 		b, err := r.next(q)
-		if errors.Is(err, errHeartbeat) {
+		if errors.Is(err, errDue) {
+			if r.stable.held(time.Now()) {
+				return r.goalMet()
+			}
 			if err := r.heartbeat(); err != nil {
 				return r.end(err)
 			}
@@ -257,6 +271,9 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			if err := r.record(); err != nil {
 				return r.end(err)
 			}
+			if len(r.tripped) > 0 {
+				return r.failed()
+			}
 			return r.goalMet()
 		}
 		if err != nil {
@@ -266,7 +283,7 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 			r.enc.Flush()
 			return r.end(err)
 		}
-		if !r.holding(q, b) {
+		if !r.holding(q, b) || len(r.tripped) > 0 {
 			err = r.enc.Flush()
 		}
 		if err == nil {
@@ -274,6 +291,9 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		}
 		if err != nil {
 			return r.end(err)
+		}
+		if len(r.tripped) > 0 {
+			return r.failed()
 		}
 		if r.o.Once && b.Synced {
 			return r.goalMet()
@@ -288,12 +308,8 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
 		}
-		met, err := r.conditionMet(changed, changed || b.Synced)
-		if err != nil {
-			return r.end(err)
-		}
-		if met {
-			return r.goalMet()
+		if done, err := r.goalHeld(changed, changed || b.Synced); err != nil || done {
+			return r.endGoal(err)
 		}
 	}
 }
@@ -307,11 +323,17 @@ func (r *run) apply(b flow.Batch) (changed bool, err error) {
 	}
 	err = r.fol.Apply(b, func(ev flow.Event) error {
 		changed = true
+		if err := r.trip(b, ev); err != nil {
+			return err
+		}
 		if silent {
 			return nil
 		}
 		return r.print(ev)
 	})
+	if err == nil {
+		err = r.tripFull(b)
+	}
 	return changed, err
 }
 
@@ -321,6 +343,25 @@ func (r *run) goalMet() (Result, error) {
 		return r.end(err)
 	}
 	r.res.Stop = GoalMet
+	return r.res, nil
+}
+
+// endGoal ends the run once its goal held (err nil), or with err.
+func (r *run) endGoal(err error) (Result, error) {
+	if err != nil {
+		return r.end(err)
+	}
+	return r.goalMet()
+}
+
+// failed ends the run with FailConditionMet, once what was printed is
+// out.
+func (r *run) failed() (Result, error) {
+	if err := r.enc.Flush(); err != nil {
+		return r.end(err)
+	}
+	r.res.Stop = FailConditionMet
+	r.res.Report = r.report()
 	return r.res, nil
 }
 

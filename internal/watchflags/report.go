@@ -11,17 +11,23 @@ import (
 // Goal describes the goal the options set (--until, --each, --once or
 // --count), for a run that ended before it was met.
 func (o *Options) Goal() string {
+	held := ""
+	if o.Stable > 0 {
+		held = fmt.Sprintf(" for %v (--stable)", o.Stable)
+	}
 	switch {
 	case o.Until != nil:
-		return "--until was met"
+		return "--until was met" + held
 	case o.Each != nil && o.AtLeast > 0:
-		return fmt.Sprintf("%d objects met --each", o.AtLeast)
+		return fmt.Sprintf("%d objects met --each", o.AtLeast) + held
 	case o.Each != nil:
-		return "every object met --each"
+		return "every object met --each" + held
 	case o.Once:
 		return "the initial state was printed (--once)"
+	case o.Count > 0:
+		return fmt.Sprintf("%d events were printed (--count)", o.Count)
 	}
-	return fmt.Sprintf("%d events were printed (--count)", o.Count)
+	return "none"
 }
 
 // Report tells why res, a run that ended without its goal, ended: each

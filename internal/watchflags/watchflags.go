@@ -9,6 +9,7 @@ package watchflags
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,8 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
 		&cli.StringFlag{Name: "each", Usage: "jq `EXPR` over each object: exit 0 once every object (at least one) satisfies it"},
 		&cli.IntFlag{Name: "at-least", Usage: "with --each: exit 0 once at least `N` objects satisfy it (not necessarily all)"},
+		&cli.StringFlag{Name: "fail-if", Usage: "jq `EXPR` over each object: exit 4 as soon as any object satisfies it, naming it (a failure condition)"},
+		&cli.DurationFlag{Name: "stable", Usage: "with --until or --each: the goal must hold for `D` without a break before exit 0; a change that breaks it starts the clock again", DefaultText: "none"},
 		&cli.StringFlag{Name: "report", Usage: "when the run ends without its goal, also write the report as JSON to `FILE`", TakesFile: true},
 		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
 		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
@@ -46,6 +49,7 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
+		&cli.StringFlag{Name: "settle", Usage: "with --exec: deliver once no change came for MIN, or MAX after the first undelivered change, whichever is first (`MIN[:MAX]`; MAX is 4 times MIN if left out)"},
 		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
 		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
 		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since, and again what a killed run may have delivered (cause \"resume\")", TakesFile: true},
@@ -121,6 +125,9 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 	if err := o.parseExec(c); err != nil {
 		return nil, err
 	}
+	if err := o.parseTiming(c); err != nil {
+		return nil, err
+	}
 	o.stateFile = c.String("state")
 	if c.IsSet("state") && o.stateFile == "" {
 		return nil, cmdline.Usagef("--state: want a FILE")
@@ -143,7 +150,8 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 	for _, p := range []struct {
 		flag, expr string
 		dst        **jq.Program
-	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}, {"--each", c.String("each"), &o.Each}} {
+	}{{"--filter", c.String("filter"), &o.Filter}, {"--equals", equals, &o.Equals}, {"--until", c.String("until"), &o.Until}, {"--each", c.String("each"), &o.Each},
+		{"--fail-if", c.String("fail-if"), &o.FailIf}} {
 		if p.expr == "" {
 			continue
 		}
@@ -226,4 +234,51 @@ func (o *Options) OpenState() (*state.Store, error) {
 	}
 	o.State = st
 	return st, nil
+}
+
+// parseTiming reads --stable and --settle.
+func (o *Options) parseTiming(c *cli.Context) error {
+	o.Stable = c.Duration("stable")
+	switch {
+	case !c.IsSet("stable"):
+	case c.String("until") == "" && c.String("each") == "":
+		return cmdline.Usagef("--stable: only with --until or --each, whose goal must hold")
+	case o.Stable <= 0:
+		return cmdline.Usagef("--stable: must be positive, got %v", o.Stable)
+	}
+	if !c.IsSet("settle") {
+		return nil
+	}
+	if o.Handler == nil {
+		return cmdline.Usagef("--settle: only with --exec, whose deliveries it holds back")
+	}
+	s, err := ParseSettle(c.String("settle"))
+	if err != nil {
+		return cmdline.Usagef("--settle: %v", err)
+	}
+	o.Settle = s
+	return nil
+}
+
+// ParseSettle parses MIN[:MAX], two durations, MAX at least MIN (4×MIN
+// when left out).
+func ParseSettle(s string) (watch.Settle, error) {
+	lo, hi, both := strings.Cut(s, ":")
+	min, err := time.ParseDuration(lo)
+	if err != nil {
+		return watch.Settle{}, fmt.Errorf("want MIN[:MAX], two durations such as 2s:10s: %v", err)
+	}
+	max := 4 * min
+	if both {
+		if max, err = time.ParseDuration(hi); err != nil {
+			return watch.Settle{}, fmt.Errorf("want MIN[:MAX], two durations such as 2s:10s: %v", err)
+		}
+	}
+	switch {
+	case min <= 0:
+		return watch.Settle{}, fmt.Errorf("MIN must be positive, got %v", min)
+	case max < min:
+		return watch.Settle{}, fmt.Errorf("MAX (%v) must not be less than MIN (%v)", max, min)
+	}
+	return watch.Settle{Min: min, Max: max}, nil
 }
