@@ -53,16 +53,17 @@ type Renderer struct {
 	// Check, if set, approves a new content before it replaces a file:
 	// run as `/bin/sh -c Check sh TEMP` with TEMP, the path of the
 	// temporary file that holds it, in $1 and NODEWATCH_RENDER_FILE, and
-	// the file's --to in NODEWATCH_RENDER_TO. A failure (an exit status
-	// other than 0, a timeout) leaves the file as it was and is reported,
-	// with what Check printed, through Logf; it is not an error of Render.
+	// the file's --to in NODEWATCH_RENDER_TO (on Windows as `cmd.exe /d
+	// /s /c "Check"`, which has no $1). A failure (an exit status other
+	// than 0, a timeout) leaves the file as it was and is reported, with
+	// what Check printed, through Logf; it is not an error of Render.
 	Check string
 	// Reload, if set, runs once after a Render that replaced at least one
 	// file, as `/bin/sh -c Reload sh FILE…`: the --to of every file
-	// replaced since the last Reload that succeeded, in its positional
-	// parameters, and NODEWATCH_ATTEMPT=attempt. A failure is Render's
-	// error, and the reload is owed: the next Render runs it, whether or
-	// not it replaces anything.
+	// replaced since the last Reload that succeeded in its positional
+	// parameters (not on Windows), and NODEWATCH_ATTEMPT=attempt. A
+	// failure is Render's error, and the reload is owed: the next Render
+	// runs it, whether or not it replaces anything.
 	Reload string
 	// Timeout > 0 bounds each run of Check or Reload (their process group
 	// gets SIGTERM, then Grace later SIGKILL); 0 is none.
@@ -92,9 +93,10 @@ type Renderer struct {
 }
 
 // Validate checks what the caller could get wrong, before anything runs:
-// every target has a program and a file, no two targets name the same
-// file (also through symbolic links), and Check and Reload, when set, are
-// not blank. Its errors name the flag; the caller reports them as usage
+// every target has a program and a file, which is a regular file or none
+// yet, in a directory that exists; no two targets name the same file
+// (also through symbolic links); Check and Reload, when set, are not
+// blank. Its errors name the flag; the caller reports them as usage
 // errors.
 func (r *Renderer) Validate() error {
 	seen := make(map[string]string, len(r.Targets))
@@ -105,9 +107,12 @@ func (r *Renderer) Validate() error {
 		case t.Program == nil:
 			return fmt.Errorf("--to %s: no --render program for it", t.To)
 		}
-		key := t.To
-		if p, _, err := resolve(t.To); err == nil {
-			key = p
+		key, _, err := resolve(t.To)
+		if err != nil {
+			return fmt.Errorf("--to %s: %w", t.To, err)
+		}
+		if fi, err := os.Stat(filepath.Dir(key)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--to %s: no directory %s to write it in", t.To, filepath.Dir(key))
 		}
 		if abs, err := filepath.Abs(key); err == nil {
 			key = abs

@@ -252,6 +252,9 @@ func TestValidate(t *testing.T) {
 		{"through a link", &render.Renderer{Targets: []render.Target{{p, a}, {p, filepath.Join(dir, "link")}}}, "the same file as --to " + a},
 		{"no file", &render.Renderer{Targets: []render.Target{{p, ""}}}, "--to: want a file"},
 		{"no program", &render.Renderer{Targets: []render.Target{{nil, a}}}, "no --render program"},
+		{"a directory", &render.Renderer{Targets: []render.Target{{p, dir}}}, "--to " + dir + ": " + dir + " is not a regular file"},
+		{"no directory", &render.Renderer{Targets: []render.Target{{p, filepath.Join(dir, "none", "x")}}}, "no directory " + filepath.Join(dir, "none")},
+		{"under a file", &render.Renderer{Targets: []render.Target{{p, filepath.Join(a, "x")}}}, "--to " + filepath.Join(a, "x")},
 		{"blank check", &render.Renderer{Targets: []render.Target{{p, a}}, Check: " "}, "--check: want a command"},
 		{"blank reload", &render.Renderer{Targets: []render.Target{{p, a}}, Reload: "\t"}, "--reload: want a command"},
 	} {
