@@ -9,7 +9,8 @@ import (
 // shell returns the command that runs command in cmd.exe (%ComSpec%), with
 // the command line given as it is: cmd.exe does not parse its arguments
 // as other programs do, so Go's quoting of them would change the command.
-func shell(command string) *exec.Cmd {
+// cmd.exe has no positional parameters: args are not passed.
+func shell(command string, _ []string) *exec.Cmd {
 	comspec := os.Getenv("ComSpec")
 	if comspec == "" {
 		comspec = `C:\Windows\System32\cmd.exe`

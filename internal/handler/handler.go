@@ -1,7 +1,8 @@
 // Package handler runs the command of --exec: once per delivered batch,
 // with the batch's NDJSON lines on its stdin and the batch described in
 // its environment, in a process group of its own, so that a timeout or a
-// signal reaches everything it started.
+// signal reaches everything it started. --render's --check and --reload
+// are run the same way (RunEnv), with their own environment.
 package handler
 
 import (
@@ -28,6 +29,10 @@ type Handler struct {
 	// Command is run as `/bin/sh -c Command` (on Windows, `cmd.exe /d /s
 	// /c "Command"`).
 	Command string
+	// Args are Command's positional parameters, $1 on: `/bin/sh -c
+	// Command sh Args…`. cmd.exe has none, and on Windows they are not
+	// passed: say what the command needs in its environment as well.
+	Args []string
 	// Timeout > 0 ends a run that takes longer: its process group gets
 	// SIGTERM, then, Grace later, SIGKILL.
 	Timeout time.Duration
@@ -49,10 +54,17 @@ func (s Signal) Error() string { return s.Signal.String() + " signal received" }
 // signal that ended it (SIGTERM for anything else), then, Grace later,
 // SIGKILL, and Run returns ctx.Err() once it is gone.
 func (h *Handler) Run(ctx context.Context, input []byte, done flow.Event, attempt int) error {
-	cmd := shell(h.Command)
+	return h.RunEnv(ctx, input, Env(done, attempt))
+}
+
+// RunEnv is Run for a command that is not a batch's handler (--render's
+// --check and --reload): env, in place of a batch's, is added to the
+// inherited environment.
+func (h *Handler) RunEnv(ctx context.Context, input []byte, env []string) error {
+	cmd := shell(h.Command, h.Args)
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout, cmd.Stderr = h.Stdout, h.Stderr
-	cmd.Env = append(os.Environ(), Env(done, attempt)...)
+	cmd.Env = append(os.Environ(), env...)
 	ownGroup(cmd)
 	// A child that the handler left running may hold its stdout: the run
 	// ends with the handler, not with it.
