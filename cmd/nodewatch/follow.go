@@ -21,7 +21,7 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 	stderr := e.stderr
 	defer func() { e.stderr = stderr }()
 	stdout := e.stdout
-	if o.Handler == nil { // with --exec, nodewatch writes nothing to stdout
+	if o.Handler == nil && o.Renderer == nil { // with --exec or --render, nodewatch writes nothing to stdout
 		var release func()
 		stdout, release = console.Output(e.stdout)
 		defer release()
@@ -37,6 +37,10 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 		// The handler writes to stdout; nodewatch does not.
 		o.Handler.Stdout, o.Handler.Stderr = e.stdout, stderr
 		o.Exec, o.Hangup = o.Handler.Run, nil
+	}
+	if r := o.Renderer; r != nil {
+		r.Stdout, r.Stderr, r.Logf = e.stdout, stderr, e.logf
+		o.Render, o.Hangup = r.Render, nil
 	}
 	st, err := o.OpenState() // --state
 	if err != nil {

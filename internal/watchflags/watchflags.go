@@ -21,6 +21,7 @@ import (
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/render"
 	"github.com/nodewatch/nodewatch/internal/state"
 	"github.com/nodewatch/nodewatch/internal/stream"
 	"github.com/nodewatch/nodewatch/internal/watch"
@@ -29,7 +30,7 @@ import (
 // Flags are the flags every watching command shares: what to print, how,
 // and when to stop.
 func Flags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "filter", Usage: "jq `EXPR`: print only objects for which it is true"},
 		&cli.StringFlag{Name: "equals", Usage: "jq `EXPR`: two states are equal (no `updated`) when it gives the same outputs for both"},
 		&cli.StringFlag{Name: "until", Usage: "jq `EXPR` over the current view: exit 0 after the batch where it becomes true"},
@@ -49,12 +50,12 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
-		&cli.StringFlag{Name: "settle", Usage: "with --exec: deliver once no change came for MIN, or MAX after the first undelivered change, whichever is first (`MIN[:MAX]`; MAX is 4 times MIN if left out)"},
+		&cli.StringFlag{Name: "settle", Usage: "with --exec or --render: deliver once no change came for MIN, or MAX after the first undelivered change, whichever is first (`MIN[:MAX]`; MAX is 4 times MIN if left out)"},
 		&cli.IntFlag{Name: "exec-retries", Value: 5, Usage: "retry a failed handler `N` times (with backoff, given what merged meanwhile) before exiting 1"},
 		&cli.DurationFlag{Name: "exec-timeout", Usage: "end a handler run (its process group: TERM, then KILL 5s later) that takes longer than `D`", DefaultText: "none"},
 		&cli.StringFlag{Name: "state", Usage: "record what was delivered in `FILE` and resume from it: the first batch holds what changed since, and again what a killed run may have delivered (cause \"resume\")", TakesFile: true},
 		&cli.DurationFlag{Name: "heartbeat", Usage: "when nothing was printed for `D`, print {\"type\":\"heartbeat\",…} if the source just confirmed it is current (etcd: at rev N; Curator: the connection)"},
-	}
+	}, renderFlags()...)
 }
 
 // Options are the parsed Flags: the run's options, and what the command
@@ -65,6 +66,8 @@ type Options struct {
 	DialTimeout time.Duration
 	// Handler runs --exec's command; nil when the run prints.
 	Handler *handler.Handler
+	// Renderer keeps --render's files; nil without --render.
+	Renderer *render.Renderer
 	// Target names what is watched in messages, e.g. "curator at a,b";
 	// What the object of a one-object watch ("node metropolis-…"). The
 	// command sets both.
@@ -136,6 +139,9 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 	if err != nil {
 		return nil, cmdline.Usage(err)
 	}
+	if err := o.parseRender(c, vars); err != nil {
+		return nil, err
+	}
 	equals, follows := c.String("equals"), c.String("equals")
 	if !c.IsSet("equals") {
 		o.EqualsField = equalsField
@@ -182,6 +188,9 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 // parseExec reads --exec and the flags that go with it.
 func (o *Options) parseExec(c *cli.Context) error {
 	if !c.IsSet("exec") {
+		if len(c.StringSlice("render")) > 0 {
+			return nil // they go with --render too
+		}
 		for _, f := range []string{"exec-retries", "exec-timeout"} {
 			if c.IsSet(f) {
 				return cmdline.Usagef("--%s: only with --exec", f)
@@ -249,8 +258,8 @@ func (o *Options) parseTiming(c *cli.Context) error {
 	if !c.IsSet("settle") {
 		return nil
 	}
-	if o.Handler == nil {
-		return cmdline.Usagef("--settle: only with --exec, whose deliveries it holds back")
+	if !c.IsSet("exec") && len(c.StringSlice("render")) == 0 {
+		return cmdline.Usagef("--settle: only with --exec or --render, whose deliveries it holds back")
 	}
 	s, err := ParseSettle(c.String("settle"))
 	if err != nil {
