@@ -107,26 +107,19 @@ etcd-bin:
 ## random cases; `make test` runs the seed corpora and 5,000 model cases.
 FUZZTIME ?= 30s
 MODELSEEDS ?= 1000000
-# fuzz-target runs fuzz target $(2) of package $(1) for FUZZTIME.
-fuzz-target = $(GO) test -run '^$$' -fuzz '^$(2)$$' -fuzztime $(FUZZTIME) $(1)
+# FUZZTARGETS are the fuzz targets, each as PACKAGE:TARGET.
+FUZZTARGETS := ./internal/handoff:FuzzQueueModel ./internal/etcdkv:FuzzDecodeValueAuto \
+	./internal/etcdwire:FuzzWatchCodec ./internal/etcdwire:FuzzRangeCodec \
+	./internal/curator:FuzzDecodeRecord ./internal/curator:FuzzNodeJSON ./internal/curator:FuzzObjectOfWire \
+	./internal/curator/client:FuzzWireEvent \
+	./internal/jsondoc:FuzzDecode ./internal/jsondoc:FuzzDiff ./internal/jsondoc:FuzzAppendCompact ./internal/jsondoc:FuzzCompactFrom \
+	./internal/jq:FuzzFast ./internal/gobjson:FuzzDecode ./internal/stream:FuzzEncodeKey ./internal/view:FuzzFollower
 fuzz:
 	NODEWATCH_MODEL_SEEDS=$(MODELSEEDS) $(GO) test -count=1 -run '^TestQueueModel$$' -timeout 0 ./internal/handoff
-	$(call fuzz-target,./internal/handoff,FuzzQueueModel)
-	$(call fuzz-target,./internal/etcdkv,FuzzDecodeValueAuto)
-	$(call fuzz-target,./internal/etcdwire,FuzzWatchCodec)
-	$(call fuzz-target,./internal/etcdwire,FuzzRangeCodec)
-	$(call fuzz-target,./internal/curator,FuzzDecodeRecord)
-	$(call fuzz-target,./internal/curator,FuzzNodeJSON)
-	$(call fuzz-target,./internal/curator,FuzzObjectOfWire)
-	$(call fuzz-target,./internal/curator/client,FuzzWireEvent)
-	$(call fuzz-target,./internal/jsondoc,FuzzDecode)
-	$(call fuzz-target,./internal/jsondoc,FuzzDiff)
-	$(call fuzz-target,./internal/jsondoc,FuzzAppendCompact)
-	$(call fuzz-target,./internal/jsondoc,FuzzCompactFrom)
-	$(call fuzz-target,./internal/jq,FuzzFast)
-	$(call fuzz-target,./internal/gobjson,FuzzDecode)
-	$(call fuzz-target,./internal/stream,FuzzEncodeKey)
-	$(call fuzz-target,./internal/view,FuzzFollower)
+	@set -e; for t in $(FUZZTARGETS); do \
+		echo "fuzz: $$t"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 ## soak: sim at full speed, serve, nodes behind a slow reader, for SOAKTIME (default 2m):
 ## heap over time, then the replayed stream must equal etcd.

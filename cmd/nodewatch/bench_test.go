@@ -24,8 +24,7 @@ import (
 // revision, follower, encoder, to a discarding stdout. Reports keys/s.
 func BenchmarkKeyOnce100k(b *testing.B) {
 	const n = 100_000
-	ep := etcdtest.Start(b)
-	c := etcdtest.Client(b, ep)
+	ep, c := etcdtest.StartWith(b)
 	ctx := context.Background()
 	for i := 0; i < n; i += 100 {
 		ops := make([]clientv3.Op, 0, 100)
@@ -54,8 +53,7 @@ func BenchmarkKeyOnce100k(b *testing.B) {
 // after 200,000 changes. Run with -benchtime 1x.
 func BenchmarkStalledHandlerMemory(b *testing.B) {
 	const keys, perTxn = 1000, 50
-	ep := etcdtest.Start(b)
-	c := etcdtest.Client(b, ep)
+	ep, c := etcdtest.StartWith(b)
 	ctx := context.Background()
 	put := func(round int) {
 		ops := make([]clientv3.Op, 0, perTxn)

@@ -133,13 +133,7 @@ func largeValuesRun(t *testing.T, mode string, stalled, resync bool) {
 			catchUp()
 		}
 		var ops []clientv3.Op
-		seen := map[int]bool{}
-		for range 1 + rng.IntN(6) {
-			k := rng.IntN(keys)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
+		for _, k := range rng.Perm(keys)[:1+rng.IntN(6)] {
 			key := fmt.Sprintf("/big/k%02d", k)
 			if rng.IntN(10) == 0 {
 				ops = append(ops, clientv3.OpDelete(key))

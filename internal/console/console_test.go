@@ -22,26 +22,14 @@ func waitHangup(ctx context.Context, w *os.File) <-chan bool {
 	return got
 }
 
-// answer returns WaitHangup's answer, failing if it does not come.
-func answer(t *testing.T, got <-chan bool) bool {
-	t.Helper()
-	select {
-	case ok := <-got:
-		return ok
-	case <-time.After(testkit.Timeout):
-		t.Fatal("WaitHangup did not return")
-		return false
-	}
-}
-
 // TestWaitHangupReaderGone: a pipe's reader, or a socket's peer, going
 // away is reported as a hangup, with nothing written.
 func TestWaitHangupReaderGone(t *testing.T) {
 	t.Run("pipe", func(t *testing.T) {
-		r, w := blockingPipe(t)
+		r, w := testkit.Pipe(t, false)
 		got := waitHangup(t.Context(), w)
 		r.Close()
-		if !answer(t, got) {
+		if !testkit.Receive(t, got, "answer of WaitHangup") {
 			t.Fatal("WaitHangup = false, want true: the reader went away")
 		}
 	})
@@ -54,7 +42,7 @@ func TestWaitHangupReaderGone(t *testing.T) {
 		t.Cleanup(func() { mine.Close(); peer.Close() })
 		got := waitHangup(t.Context(), mine)
 		peer.Close()
-		if !answer(t, got) {
+		if !testkit.Receive(t, got, "answer of WaitHangup") {
 			t.Fatal("WaitHangup = false, want true: the peer went away")
 		}
 	})
@@ -69,7 +57,7 @@ func TestWaitHangupReaderGone(t *testing.T) {
 // that wakes on a timer would take (200 ms, as WaitHangup once did).
 func TestWaitHangupEndsWithContext(t *testing.T) {
 	t.Run("pipe", func(t *testing.T) {
-		_, w := blockingPipe(t)
+		_, w := testkit.Pipe(t, false)
 		before := openFiles(t)
 		fastest := time.Hour
 		for range 3 {
@@ -78,7 +66,7 @@ func TestWaitHangupEndsWithContext(t *testing.T) {
 			time.Sleep(20 * time.Millisecond) // into its poll, most likely
 			start := time.Now()
 			cancel()
-			if answer(t, got) {
+			if testkit.Receive(t, got, "answer of WaitHangup") {
 				t.Fatal("WaitHangup = true, want false: the reader is still there")
 			}
 			fastest = min(fastest, time.Since(start))
@@ -99,15 +87,15 @@ func TestWaitHangupEndsWithContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		got := waitHangup(ctx, f)
 		cancel()
-		if answer(t, got) {
+		if testkit.Receive(t, got, "answer of WaitHangup") {
 			t.Fatal("WaitHangup = true for a regular file")
 		}
 	})
 	t.Run("ended before", func(t *testing.T) {
-		_, w := blockingPipe(t)
+		_, w := testkit.Pipe(t, false)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if answer(t, waitHangup(ctx, w)) {
+		if testkit.Receive(t, waitHangup(ctx, w), "answer of WaitHangup") {
 			t.Fatal("WaitHangup = true, want false")
 		}
 	})

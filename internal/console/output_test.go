@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodewatch/nodewatch/internal/quietio"
+	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
 // skipWithoutReopen skips where Output cannot reopen a pipe at all.
@@ -25,19 +26,6 @@ func skipWithoutReopen(t *testing.T) {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("no /proc/self/fd")
 	}
-}
-
-// blockingPipe returns a pipe as a shell gives one: blocking, both ends
-// (os.Pipe makes its ends non-blocking).
-func blockingPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	r, w = os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "/dev/stdout")
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
 }
 
 // nonblocking reports whether f's open file has O_NONBLOCK, without
@@ -63,7 +51,7 @@ func nonblocking(t *testing.T, f *os.File) bool {
 // open file, which the shell shares, stays blocking.
 func TestOutputPipe(t *testing.T) {
 	skipWithoutReopen(t)
-	r, w := blockingPipe(t)
+	r, w := testkit.Pipe(t, false)
 	out, release := Output(w)
 	if _, ok := out.(*pipeWriter); !ok {
 		t.Fatalf("Output of a pipe is %T, want its own writer", out)
@@ -121,11 +109,11 @@ func TestOutputGrowsPipe(t *testing.T) {
 	}
 	// Where the kernel refuses this user a pipe of PipeSize
 	// (pipe-max-size, the quota of pipe pages), Output cannot have one.
-	_, probe := blockingPipe(t)
+	_, probe := testkit.Pipe(t, false)
 	if _, err := unix.FcntlInt(probe.Fd(), unix.F_SETPIPE_SZ, PipeSize); err != nil {
 		t.Skipf("a pipe of %d bytes: %v", PipeSize, err)
 	}
-	_, w := blockingPipe(t)
+	_, w := testkit.Pipe(t, false)
 	if n := size(w); n >= PipeSize {
 		t.Skipf("a new pipe holds %d bytes already", n)
 	}
@@ -134,7 +122,7 @@ func TestOutputGrowsPipe(t *testing.T) {
 	if n := size(w); n != PipeSize {
 		t.Fatalf("after Output, the pipe holds %d bytes, want %d", n, PipeSize)
 	}
-	_, big := blockingPipe(t)
+	_, big := testkit.Pipe(t, false)
 	const larger = 4 * PipeSize
 	if _, err := unix.FcntlInt(big.Fd(), unix.F_SETPIPE_SZ, larger); err != nil {
 		t.Skipf("a pipe of %d bytes: %v", larger, err)
@@ -150,7 +138,7 @@ func TestOutputGrowsPipe(t *testing.T) {
 // os.File's does, in the same words.
 func TestOutputBrokenPipe(t *testing.T) {
 	skipWithoutReopen(t)
-	r, w := blockingPipe(t)
+	r, w := testkit.Pipe(t, false)
 	out, release := Output(w)
 	defer release()
 	r.Close()
@@ -182,7 +170,7 @@ func TestOutputOthers(t *testing.T) {
 // other end.
 func TestOutputReadEnd(t *testing.T) {
 	skipWithoutReopen(t)
-	r, _ := blockingPipe(t)
+	r, _ := testkit.Pipe(t, false)
 	if out, _ := Output(r); out != r {
 		t.Fatalf("a read end became %T", out)
 	}
@@ -192,7 +180,7 @@ func TestOutputReadEnd(t *testing.T) {
 // reader that does not read, as closing stdout would.
 func TestOutputReleaseEndsWrite(t *testing.T) {
 	skipWithoutReopen(t)
-	_, w := blockingPipe(t)
+	_, w := testkit.Pipe(t, false)
 	out, release := Output(w)
 	done := make(chan error)
 	go func() {

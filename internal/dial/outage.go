@@ -52,9 +52,9 @@ type Outage struct {
 	// up to 5s"); 0 says nothing of it.
 	Deadline time.Duration
 	// Logf says the loss and the recovery; nil discards.
-	Logf func(format string, args ...any)
+	Logf Logf
 	// Debugf says every failed attempt (-v); nil discards.
-	Debugf func(format string, args ...any)
+	Debugf Logf
 
 	troubled atomic.Bool // out: Up has something to do
 	mu       sync.Mutex  // guards the fields below, and orders the lines
@@ -123,7 +123,7 @@ func (o *Outage) retry(endpoint string, err error) {
 	}
 	o.failed++
 	o.endpoint, o.last, o.reached = endpoint, err, false
-	o.debugf("%s at %s: attempt %d failed: %v", o.Server, endpoint, o.failed, err)
+	o.Debugf.Printf("%s at %s: attempt %d failed: %v", o.Server, endpoint, o.failed, err)
 	if o.starting && o.due && !o.said {
 		o.sayStart()
 	}
@@ -148,9 +148,9 @@ func (o *Outage) Lost(endpoint string, err error, since time.Time) {
 	o.out, o.said, o.since, o.failed, o.endpoint, o.last = true, true, since, 0, endpoint, err
 	o.troubled.Store(true)
 	why := Reason(err)
-	o.logf("lost %s at %s (%s); retrying", o.Server, endpoint, why)
+	o.Logf.Printf("lost %s at %s (%s); retrying", o.Server, endpoint, why)
 	if err != nil && why != err.Error() {
-		o.debugf("%s at %s: %v", o.Server, endpoint, err)
+		o.Debugf.Printf("%s at %s: %v", o.Server, endpoint, err)
 	}
 }
 
@@ -168,9 +168,9 @@ func (o *Outage) Up(endpoint string) {
 	if o.said {
 		took := time.Since(o.since).Round(time.Millisecond)
 		if o.starting {
-			o.logf("reached %s at %s after %v%s", o.Server, endpoint, took, o.failures())
+			o.Logf.Printf("reached %s at %s after %v%s", o.Server, endpoint, took, o.failures())
 		} else {
-			o.logf("recovered %s at %s after %v blind%s", o.Server, endpoint, took, o.failures())
+			o.Logf.Printf("recovered %s at %s after %v blind%s", o.Server, endpoint, took, o.failures())
 		}
 	}
 	o.endStart()
@@ -208,7 +208,7 @@ func (o *Outage) sayStart() {
 	if o.Deadline > 0 {
 		until = " for up to " + o.Deadline.String()
 	}
-	o.logf("cannot reach %s at %s (%s); retrying%s", o.Server, where, why, until)
+	o.Logf.Printf("cannot reach %s at %s (%s); retrying%s", o.Server, where, why, until)
 }
 
 // failures says how many attempts failed, for a line that ends an outage.
@@ -222,15 +222,17 @@ func (o *Outage) failures() string {
 	return " (" + strconv.Itoa(o.failed) + " attempts failed)"
 }
 
-func (o *Outage) logf(format string, args ...any) {
-	if o.Logf != nil {
-		o.Logf(format, args...)
-	}
-}
+// Logf is where a watch tells the user what it goes through: an Outage's
+// Logf and Debugf, and those of the watches that own one (the etcd
+// watcher, the Curator client). A line a call, formatted as by
+// fmt.Printf. A nil Logf discards, so that an owner that wants nothing
+// said sets nothing.
+type Logf func(format string, args ...any)
 
-func (o *Outage) debugf(format string, args ...any) {
-	if o.Debugf != nil {
-		o.Debugf(format, args...)
+// Printf says a line on f, unless f is nil.
+func (f Logf) Printf(format string, args ...any) {
+	if f != nil {
+		f(format, args...)
 	}
 }
 

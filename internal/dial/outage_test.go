@@ -57,6 +57,16 @@ func newOutage(l *outageLog) *Outage {
 	return &Outage{Server: "etcd", Endpoints: "a:1,b:2", Deadline: 5 * time.Second, Logf: l.log.Logf, Debugf: l.debug.Logf}
 }
 
+// begun returns a new Outage that has begun, stopped when the test ends,
+// and its outputs.
+func begun(t *testing.T) (*Outage, *outageLog) {
+	l := new(outageLog)
+	o := newOutage(l)
+	t.Cleanup(o.Stop)
+	o.Begin()
+	return o, l
+}
+
 // waitLog waits until b holds a line matching re.
 func waitLog(t *testing.T, b *testkit.Buffer, re string) {
 	t.Helper()
@@ -83,10 +93,7 @@ func TestOutageStart(t *testing.T) {
 
 	t.Run("a failed attempt, then reached", func(t *testing.T) {
 		t.Parallel()
-		var l outageLog
-		o := newOutage(&l)
-		defer o.Stop()
-		o.Begin()
+		o, l := begun(t)
 		o.Retry("a:1", refused)
 		waitLog(t, &l.log, regexp.QuoteMeta("cannot reach etcd at a:1 (connection refused); retrying for up to 5s"))
 		o.Retry("b:2", refused)
@@ -103,18 +110,13 @@ func TestOutageStart(t *testing.T) {
 
 	t.Run("no answer at all", func(t *testing.T) {
 		t.Parallel()
-		var l outageLog
-		o := newOutage(&l)
-		defer o.Stop()
-		o.Begin()
+		_, l := begun(t)
 		waitLog(t, &l.log, regexp.QuoteMeta("cannot reach etcd at a:1,b:2 (no answer yet); retrying for up to 5s"))
 	})
 
 	t.Run("reached in time", func(t *testing.T) {
 		t.Parallel()
-		var l outageLog
-		o := newOutage(&l)
-		o.Begin()
+		o, l := begun(t)
 		o.Reached() // the watch itself takes longer
 		time.AfterFunc(2*Announce, func() { o.Up("a:1") })
 		// Up ends the start: the Announce timer is stopped, or found it over.

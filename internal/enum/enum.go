@@ -1,7 +1,7 @@
 // Package enum names the values of small enumerations (the output
 // format, a value mode, how a run ended), so that each is written once as
-// a table: its String, its parsing from a flag value, and the list of
-// names an error offers.
+// a table: its String, its parsing from a flag value, the list of names
+// an error offers, and the list of its values.
 package enum
 
 import (
@@ -45,6 +45,17 @@ func (n Names[T]) All() []string {
 		}
 	}
 	return names
+}
+
+// Values returns the values that have a name, in order.
+func (n Names[T]) Values() []T {
+	var vs []T
+	for i, name := range n {
+		if name != "" {
+			vs = append(vs, T(i))
+		}
+	}
+	return vs
 }
 
 // List returns the names as a message offers them: "a, b or c".

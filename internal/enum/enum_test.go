@@ -1,6 +1,9 @@
 package enum
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 type color int
 
@@ -26,5 +29,8 @@ func TestNames(t *testing.T) {
 	}
 	if _, err := (Names[color]{"a", "b"}).Parse("mode", "c", false); err == nil || err.Error() != `unknown mode "c" (want a or b)` {
 		t.Errorf("error = %v", err)
+	}
+	if got := names.Values(); !slices.Equal(got, []color{1, 2, 3}) {
+		t.Errorf("Values = %v, want the named ones", got)
 	}
 }

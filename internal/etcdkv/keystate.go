@@ -47,7 +47,7 @@ func (w *Watcher) change(kv *mvccpb.KeyValue, deleted, event bool, keeps func(an
 		obj, err = w.Decode(kv)
 	}
 	if err != nil {
-		w.logf("skipping %q at rev %d: %v", kv.Key, kv.ModRevision, err)
+		w.Logf.Printf("skipping %q at rev %d: %v", kv.Key, kv.ModRevision, err)
 		ks.keep(nil)
 		c.Undecodable = true
 		return c, true

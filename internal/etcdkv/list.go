@@ -47,7 +47,7 @@ func (w *Watcher) list(ctx context.Context, at int64, out flow.Sink) ([]flow.Cha
 			return nil
 		})
 		if at == 0 && errors.Is(err, errListCompacted) {
-			w.logf("list %q: %v; listing again", w.Key, err)
+			w.Logf.Printf("list %q: %v; listing again", w.Key, err)
 			continue
 		}
 		return changes, rev, w.startRevError(err)
@@ -202,7 +202,7 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 			return nil, fmt.Errorf("list %q: %w", w.Key, err)
 		}
 		w.outage.Lost(w.peer, err, time.Time{})
-		w.debugf("list %q at rev %d: retrying", w.Key, rev)
+		w.Debugf.Printf("list %q at rev %d: retrying", w.Key, rev)
 		if err := b.Wait(ctx); err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 			return ctx.Err()
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			w.logf("watch %q from rev %d: history compacted; listing again", w.Key, slices.Min(revs)+1)
+			w.Logf.Printf("watch %q from rev %d: history compacted; listing again", w.Key, slices.Min(revs)+1)
 			w.restarted(true)
 			return nil
 		}
@@ -58,7 +58,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 			since = time.Unix(0, w.live.last.Load())
 		}
 		w.outage.Lost(w.peer, err, since)
-		w.debugf("watch %q: resuming at rev %d", w.Key, slices.Min(revs)+1)
+		w.Debugf.Printf("watch %q: resuming at rev %d", w.Key, slices.Min(revs)+1)
 		w.restarted(false)
 		if err := b.Wait(ctx); err != nil {
 			return err

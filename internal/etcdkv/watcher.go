@@ -62,10 +62,10 @@ type Watcher struct {
 	ID func(key string) string
 	// Logf says when the watch is lost and when it is current again (see
 	// dial.Outage), and what the watcher skips. Nil discards.
-	Logf func(format string, args ...any)
+	Logf dial.Logf
 	// Debugf says every failed attempt between a loss and the recovery,
 	// and where the watch resumes (-v). Nil discards.
-	Debugf func(format string, args ...any)
+	Debugf dial.Logf
 	// MaxBackoff caps the wait between retries; 0 means 5s.
 	MaxBackoff time.Duration
 	// Keepalive says how often the watch must prove that it is current
@@ -217,17 +217,5 @@ func (w *Watcher) report() (end func()) {
 func (w *Watcher) restarted(compacted bool) {
 	if w.OnRestart != nil {
 		w.OnRestart(compacted)
-	}
-}
-
-func (w *Watcher) logf(format string, args ...any) {
-	if w.Logf != nil {
-		w.Logf(format, args...)
-	}
-}
-
-func (w *Watcher) debugf(format string, args ...any) {
-	if w.Debugf != nil {
-		w.Debugf(format, args...)
 	}
 }

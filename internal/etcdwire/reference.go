@@ -21,17 +21,15 @@ func (r *WatchResponse) decodeAny(b []byte) error {
 		return r.decode(b)
 	}
 	var g pb.WatchResponse
-	if err := g.Unmarshal(b); err != nil {
-		return fmt.Errorf("%w: %v", errWire, err)
+	hasHeader, rev, err := reference(&g, b)
+	if err != nil {
+		return err
 	}
 	events := r.Events[:0]
 	clear(r.Events[:cap(r.Events)])
 	*r = WatchResponse{
-		buf: r.buf, HasHeader: g.Header != nil, WatchID: g.WatchId, Created: g.Created,
+		buf: r.buf, HasHeader: hasHeader, Revision: rev, WatchID: g.WatchId, Created: g.Created,
 		Canceled: g.Canceled, CompactRevision: g.CompactRevision, CancelReason: g.CancelReason, Fragment: g.Fragment,
-	}
-	if g.Header != nil {
-		r.Revision = g.Header.Revision
 	}
 	for _, ev := range g.Events {
 		e := WatchEvent{Type: ev.Type}
@@ -50,17 +48,29 @@ func (r *RangeResponse) decodeAny(b []byte) error {
 		return r.decode(b)
 	}
 	var g pb.RangeResponse
-	if err := g.Unmarshal(b); err != nil {
-		return fmt.Errorf("%w: %v", errWire, err)
+	hasHeader, rev, err := reference(&g, b)
+	if err != nil {
+		return err
 	}
-	*r = RangeResponse{buf: r.buf, HasHeader: g.Header != nil, More: g.More, Count: g.Count}
-	if g.Header != nil {
-		r.Revision = g.Header.Revision
-	}
+	*r = RangeResponse{buf: r.buf, HasHeader: hasHeader, Revision: rev, More: g.More, Count: g.Count}
 	for _, kv := range g.Kvs {
 		r.KVs = append(r.KVs, plainKV(kv))
 	}
 	return nil
+}
+
+// reference decodes b into g, a response of etcd's generated code, and
+// returns what the fast path reads of its header (field 1): whether there
+// is one, and its revision. Its error is the fast path's.
+func reference(g interface {
+	Unmarshal(b []byte) error
+	GetHeader() *pb.ResponseHeader
+}, b []byte) (hasHeader bool, rev int64, err error) {
+	if err := g.Unmarshal(b); err != nil {
+		return false, 0, fmt.Errorf("%w: %v", errWire, err)
+	}
+	h := g.GetHeader()
+	return h != nil, h.GetRevision(), nil
 }
 
 // plainKV is kv's fields, without the generated code's bookkeeping.

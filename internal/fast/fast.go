@@ -21,10 +21,12 @@ package fast
 import (
 	"os"
 	"strings"
+
+	"github.com/nodewatch/nodewatch/internal/enum"
 )
 
 // Path names one fast path.
-type Path uint8
+type Path int
 
 // The fast paths. Each line: what it replaces; the reference that runs
 // when it is off; the tests that hold it to that reference.
@@ -65,7 +67,7 @@ const (
 )
 
 // names are the names NODEWATCH_FAST_OFF takes, by Path.
-var names = [nPaths]string{
+var names = enum.Names[Path]{
 	EtcdWire: "etcdwire",
 	JQ:       "jq",
 	RawIO:    "rawio",
@@ -76,16 +78,10 @@ var names = [nPaths]string{
 }
 
 // String returns the name of p, as NODEWATCH_FAST_OFF takes it.
-func (p Path) String() string { return names[p] }
+func (p Path) String() string { return names.String(p) }
 
 // Paths returns every fast path.
-func Paths() []Path {
-	ps := make([]Path, nPaths)
-	for i := range ps {
-		ps[i] = Path(i)
-	}
-	return ps
-}
+func Paths() []Path { return names.Values() }
 
 // off holds the switches, read once from the environment.
 var off = Parse(os.Getenv("NODEWATCH_FAST"), os.Getenv("NODEWATCH_FAST_OFF"))

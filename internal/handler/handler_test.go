@@ -368,18 +368,6 @@ func ctxRun(ctx context.Context, h *handler.Handler) <-chan error {
 	return ch
 }
 
-// result waits for what Run returns.
-func result(t *testing.T, ch <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(testkit.Timeout):
-		t.Fatalf("Run has not returned after %v", testkit.Timeout)
-		return nil
-	}
-}
-
 // TestSignal: when its context ends, the handler gets the signal that
 // ended it (the cause handler.Signal), else SIGTERM, and Run returns the
 // context's error once the handler has exited.
@@ -408,7 +396,7 @@ func TestSignal(t *testing.T) {
 			ch := ctxRun(ctx, h)
 			g := started(t, dir)
 			c.cancel(cancel)
-			if err := result(t, ch); err != context.Canceled {
+			if err := testkit.Receive(t, ch, "return of Run"); err != context.Canceled {
 				t.Errorf("Run: %v, want %v", err, context.Canceled)
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "got")); string(b) != "got "+c.want+"\n" {
@@ -433,7 +421,7 @@ func TestSignalGrace(t *testing.T) {
 	g := started(t, dir)
 	start := time.Now()
 	cancelCause(handler.Signal{Signal: syscall.SIGINT})
-	if err := result(t, ch); err != context.Canceled {
+	if err := testkit.Receive(t, ch, "return of Run"); err != context.Canceled {
 		t.Errorf("Run: %v, want %v", err, context.Canceled)
 	}
 	if took := time.Since(start); took < h.Grace {
@@ -453,7 +441,7 @@ func TestSignalEndsGroup(t *testing.T) {
 	ch := ctxRun(ctx, h)
 	g := started(t, dir)
 	cancel(handler.Signal{Signal: syscall.SIGINT})
-	if err := result(t, ch); err != context.Canceled {
+	if err := testkit.Receive(t, ch, "return of Run"); err != context.Canceled {
 		t.Errorf("Run: %v, want %v", err, context.Canceled)
 	}
 	g.gone(t)

@@ -212,41 +212,9 @@ func (c *compactor) literal(word string) bool {
 	return true
 }
 
-// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number reads a number (numberEnd).
 func (c *compactor) number() bool {
-	s := c.src
-	if s[c.i] == '-' {
-		c.i++
-	}
-	switch {
-	case c.i < len(s) && s[c.i] == '0':
-		c.i++
-	case c.digits() == 0:
-		return false
-	}
-	if c.i < len(s) && s[c.i] == '.' {
-		c.i++
-		if c.digits() == 0 {
-			return false
-		}
-	}
-	if c.i < len(s) && (s[c.i] == 'e' || s[c.i] == 'E') {
-		c.i++
-		if c.i < len(s) && (s[c.i] == '+' || s[c.i] == '-') {
-			c.i++
-		}
-		if c.digits() == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *compactor) digits() int {
-	n := 0
-	for c.i < len(c.src) && '0' <= c.src[c.i] && c.src[c.i] <= '9' {
-		c.i++
-		n++
-	}
-	return n
+	end, bad := numberEnd(c.src, c.i)
+	c.i = end
+	return bad == ""
 }

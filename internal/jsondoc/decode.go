@@ -210,43 +210,13 @@ func (d *decoder) literal(word string, v any) (any, error) {
 	return v, nil
 }
 
-// number reads a number as JSON's grammar has it:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number reads a number (numberEnd).
 func (d *decoder) number() (any, error) {
 	start := d.i
-	if d.s[d.i] == '-' {
-		d.i++
+	end, bad := numberEnd(d.s, d.i)
+	d.i = end
+	if bad != "" {
+		return nil, d.errorf("%s", bad)
 	}
-	switch {
-	case d.i < len(d.s) && d.s[d.i] == '0':
-		d.i++
-	case d.digits() == 0:
-		return nil, d.errorf("invalid number")
-	}
-	if d.i < len(d.s) && d.s[d.i] == '.' {
-		d.i++
-		if d.digits() == 0 {
-			return nil, d.errorf("invalid number: no digit after the decimal point")
-		}
-	}
-	if d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E') {
-		d.i++
-		if d.i < len(d.s) && (d.s[d.i] == '+' || d.s[d.i] == '-') {
-			d.i++
-		}
-		if d.digits() == 0 {
-			return nil, d.errorf("invalid number: no digit in the exponent")
-		}
-	}
-	return json.Number(d.s[start:d.i]), nil
-}
-
-// digits skips decimal digits and returns how many there were.
-func (d *decoder) digits() int {
-	n := 0
-	for d.i < len(d.s) && '0' <= d.s[d.i] && d.s[d.i] <= '9' {
-		d.i++
-		n++
-	}
-	return n
+	return json.Number(d.s[start:end]), nil
 }

@@ -30,6 +30,52 @@ func stringStop(s []byte, i int, high bool) int {
 	return len(s)
 }
 
+// numberEnd reads the number at s[i], which is '-' or a digit, as JSON's
+// grammar has it: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. It
+// returns where the number ends; or, if there is none, where it failed
+// and why (Decode's error says it). Decode reads strings, AppendCompact
+// bytes: one grammar for both.
+func numberEnd[S string | []byte](s S, i int) (end int, bad string) {
+	if s[i] == '-' {
+		i++
+	}
+	if i < len(s) && s[i] == '0' {
+		i++
+	} else if j := digitsEnd(s, i); j > i {
+		i = j
+	} else {
+		return i, "invalid number"
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		j := digitsEnd(s, i)
+		if j == i {
+			return i, "invalid number: no digit after the decimal point"
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digitsEnd(s, i)
+		if j == i {
+			return i, "invalid number: no digit in the exponent"
+		}
+		i = j
+	}
+	return i, ""
+}
+
+// digitsEnd returns where the decimal digits at s[i] end.
+func digitsEnd[S string | []byte](s S, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // Plain reports whether s is all printable ASCII other than a quote or a
 // backslash: a JSON string's bytes as they are, with nothing to escape.
 func Plain(s []byte) bool {

@@ -24,22 +24,6 @@ func skipUnsupported(t *testing.T) {
 	}
 }
 
-// nonblockingPipe returns a pipe whose write end is non-blocking and
-// registered with the runtime's poller, as the Writer needs.
-func nonblockingPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.SetNonblock(fds[1], true); err != nil {
-		t.Fatal(err)
-	}
-	r, w = os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
-}
-
 // rawConn returns c's RawConn, for NewReader and NewWriter.
 func rawConn(t *testing.T, c syscall.Conn) syscall.RawConn {
 	t.Helper()
@@ -73,7 +57,7 @@ func TestWriterModel(t *testing.T) {
 	skipUnsupported(t)
 	for seed := range uint64(8) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		r, w := nonblockingPipe(t)
+		r, w := testkit.Pipe(t, true)
 		qw := NewWriter(rawConn(t, w))
 		cs := chunks(rng, 40, 200_000) // a pipe holds 64 KiB
 		var want bytes.Buffer
@@ -114,7 +98,7 @@ func TestWriterModel(t *testing.T) {
 // however often they wait for room.
 func TestWriterWholeChunks(t *testing.T) {
 	skipUnsupported(t)
-	r, w := nonblockingPipe(t)
+	r, w := testkit.Pipe(t, true)
 	qw := NewWriter(rawConn(t, w))
 	rng := rand.New(rand.NewPCG(3, 4))
 	cs := chunks(rng, 60, 100_000)
@@ -162,7 +146,7 @@ func TestWriterWholeChunks(t *testing.T) {
 // does.
 func TestWriterBrokenPipe(t *testing.T) {
 	skipUnsupported(t)
-	r, w := nonblockingPipe(t)
+	r, w := testkit.Pipe(t, true)
 	qw := NewWriter(rawConn(t, w))
 	r.Close()
 	_, err := qw.Write([]byte("x\n"))

@@ -32,9 +32,7 @@ const (
 )
 
 // Kinds returns every Kind in lifecycle order.
-func Kinds() []Kind {
-	return []Kind{Join, Standby, Up, Status, Labels, Decommission, Delete}
-}
+func Kinds() []Kind { return kindNames.Values() }
 
 // kindNames are the lower-case names of the kinds, e.g. "decommission".
 var kindNames = enum.Names[Kind]{"", "join", "standby", "up", "status", "labels", "decommission", "delete"}

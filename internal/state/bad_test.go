@@ -78,6 +78,13 @@ func TestBad(t *testing.T) {
 		rand.NewChaCha8([32]byte{byte(id)}).Read(b[id*ps : (id+1)*ps])
 		return b
 	}
+	// changed makes the good file, changed by f.
+	changed := func(f func(tx *bolt.Tx) error) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			write(t, path, goodBytes)
+			update(t, path, f)
+		}
+	}
 
 	for _, c := range []struct {
 		name string
@@ -122,22 +129,16 @@ func TestBad(t *testing.T) {
 			}
 			db.Close()
 		}, "not nodewatch's"},
-		{"another format", func(t *testing.T, path string) {
-			write(t, path, goodBytes)
-			update(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte("nodewatch-state/2")) })
-		}, "not nodewatch's"},
-		{"no view", func(t *testing.T, path string) {
-			write(t, path, goodBytes)
-			update(t, path, func(tx *bolt.Tx) error { return tx.DeleteBucket(viewBucket) })
-		}, "not nodewatch's"},
-		{"follows not JSON", func(t *testing.T, path string) {
-			write(t, path, goodBytes)
-			update(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(followsKey, []byte("key /nodes/")) })
-		}, "follows"},
-		{"a short batch record", func(t *testing.T, path string) {
-			write(t, path, goodBytes)
-			update(t, path, func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(batchKey, []byte{0, 1}) })
-		}, "batch record of 2 bytes"},
+		{"another format", changed(func(tx *bolt.Tx) error {
+			return tx.Bucket(metaBucket).Put(formatKey, []byte("nodewatch-state/2"))
+		}), "not nodewatch's"},
+		{"no view", changed(func(tx *bolt.Tx) error { return tx.DeleteBucket(viewBucket) }), "not nodewatch's"},
+		{"follows not JSON", changed(func(tx *bolt.Tx) error {
+			return tx.Bucket(metaBucket).Put(followsKey, []byte("key /nodes/"))
+		}), "follows"},
+		{"a short batch record", changed(func(tx *bolt.Tx) error {
+			return tx.Bucket(metaBucket).Put(batchKey, []byte{0, 1})
+		}), "batch record of 2 bytes"},
 		{"truncated to half", func(t *testing.T, path string) {
 			write(t, path, goodBytes[:len(goodBytes)/2])
 		}, ""},
@@ -183,10 +184,9 @@ func TestBad(t *testing.T) {
 			binary.NativeEndian.PutUint32(b[elem+12:], uint32(size-int(used)+2*ps))
 			write(t, path, b)
 		}, ""},
-		{"a view value not JSON", func(t *testing.T, path string) {
-			write(t, path, goodBytes)
-			update(t, path, func(tx *bolt.Tx) error { return tx.Bucket(viewBucket).Put([]byte(id(1000)), []byte(`{"id":`)) })
-		}, `the object of "/nodes/00001000" is not JSON`},
+		{"a view value not JSON", changed(func(tx *bolt.Tx) error {
+			return tx.Bucket(viewBucket).Put([]byte(id(1000)), []byte(`{"id":`))
+		}), `the object of "/nodes/00001000" is not JSON`},
 		{"unreadable", func(t *testing.T, path string) {
 			if os.Geteuid() == 0 {
 				t.Skip("root reads a file of mode 000")

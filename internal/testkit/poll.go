@@ -60,3 +60,18 @@ func Eventually(t testing.TB, cond func() error) {
 		t.Fatal(err)
 	}
 }
+
+// Receive returns the next value on ch, for a test that waits for what a
+// goroutine it started returns. The test fails, saying "no WHAT within
+// Timeout", if none comes within Timeout.
+func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(Timeout):
+		t.Fatalf("no %s within %v", what, Timeout)
+	}
+	var zero T
+	return zero // not reached: Fatalf ends the test's goroutine
+}

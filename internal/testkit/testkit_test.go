@@ -48,6 +48,14 @@ func TestPoll(t *testing.T) {
 	}
 }
 
+func TestReceive(t *testing.T) {
+	ch := make(chan int, 1)
+	go func() { ch <- 7 }()
+	if got := Receive(t, ch, "seven"); got != 7 {
+		t.Errorf("Receive = %d, want 7", got)
+	}
+}
+
 func TestBuffer(t *testing.T) {
 	var all Buffer
 	tail := Buffer{Max: 4}

@@ -134,10 +134,10 @@ type Client struct {
 	// Logf says when a working stream is lost and when one works again
 	// (see "Faults" above), a redirect to a leader it did not name
 	// before, and which nodes it skips. Nil discards.
-	Logf func(format string, args ...any)
+	Logf dial.Logf
 	// Debugf says every attempt that failed, and every leader redirect
 	// (Logf says one to a leader not said before) (-v). Nil discards.
-	Debugf func(format string, args ...any)
+	Debugf dial.Logf
 	// Listed, if set, is told how many nodes the initial listing (the
 	// backlog of the first stream) has converted so far: a terminal's
 	// progress meter. The listing ends with the Put of its full batch. It
@@ -290,16 +290,4 @@ func (c *Client) request() *apipb.WatchRequest {
 		return &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodesInCluster_{NodesInCluster: &apipb.WatchRequest_NodesInCluster{}}}
 	}
 	return &apipb.WatchRequest{Kind: &apipb.WatchRequest_NodeInCluster_{NodeInCluster: &apipb.WatchRequest_NodeInCluster{NodeId: c.NodeID}}}
-}
-
-func (c *Client) logf(format string, args ...any) {
-	if c.Logf != nil {
-		c.Logf(format, args...)
-	}
-}
-
-func (c *Client) debugf(format string, args ...any) {
-	if c.Debugf != nil {
-		c.Debugf(format, args...)
-	}
 }

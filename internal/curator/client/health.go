@@ -102,7 +102,7 @@ func (c *Client) pollHealth(ctx context.Context, m *merger) error {
 				ErrUnavailable, c.endpoints(), c.dialTimeout(), target, err)
 		default:
 			if !failed && ok {
-				c.logf("health: curator %s: Management.GetNodes: %v; nodes keep their last health, retrying", target, err)
+				c.Logf.Printf("health: curator %s: Management.GetNodes: %v; nodes keep their last health, retrying", target, err)
 			}
 			failed = true
 			conn.Close()

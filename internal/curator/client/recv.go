@@ -35,7 +35,7 @@ func (r *clientRun) recvNodes(stream watchStream, est *atomic.Bool, heard *atomi
 		heard.Store(time.Now().UnixNano())
 		if backlog == nil {
 			if ev.progress == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
-				r.c.logf("curator sent a second PROGRESS_LAST_BACKLOGGED on one stream; taking its event as a change")
+				r.c.Logf.Printf("curator sent a second PROGRESS_LAST_BACKLOGGED on one stream; taking its event as a change")
 			}
 			changes, err := r.changes(ev, "")
 			if err != nil {
@@ -51,7 +51,7 @@ func (r *clientRun) recvNodes(stream watchStream, est *atomic.Bool, heard *atomi
 			return err
 		}
 		if len(ev.tombstones) > 0 {
-			r.c.logf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.tombstones))
+			r.c.Logf.Printf("curator sent %d tombstones in the backlog; taking them as deletions", len(ev.tombstones))
 		}
 		backlog.add(ev)
 		if ev.progress == apipb.WatchEvent_PROGRESS_LAST_BACKLOGGED {
@@ -150,13 +150,13 @@ func (r *clientRun) changes(ev *wireEvent, only string) ([]flow.Change, error) {
 		case errors.Is(err, curator.ErrNodeWire):
 			return nil, status.Error(codes.Internal, err.Error())
 		case id == "":
-			r.c.logf("skipping a node without id")
+			r.c.Logf.Printf("skipping a node without id")
 			continue
 		case only != "" && id != only:
-			r.c.logf("skipping node %q: watching %q", id, only)
+			r.c.Logf.Printf("skipping node %q: watching %q", id, only)
 			continue
 		case err != nil:
-			r.c.logf("skipping node %q: %v", id, err)
+			r.c.Logf.Printf("skipping node %q: %v", id, err)
 			continue
 		}
 		out = append(out, flow.Change{ID: id, Object: obj})

@@ -66,9 +66,9 @@ func (r *clientRun) attempt(ctx context.Context, target string) error {
 	}
 	leader, err := r.watch(ctx, target)
 	if leader != "" && ctx.Err() == nil {
-		say := r.c.debugf // a leader said before: each reconnect would repeat it
+		say := r.c.Debugf.Printf // a leader said before: each reconnect would repeat it
 		if leader != r.saidLeader {
-			say, r.saidLeader = r.c.logf, leader
+			say, r.saidLeader = r.c.Logf.Printf, leader
 		}
 		say("curator %s is not the leader; following it to the leader at %s", target, leader)
 		var next string

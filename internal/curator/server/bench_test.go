@@ -21,8 +21,7 @@ import (
 // decode, broadcast to 100 mailboxes, 100 stream sends and receives.
 func BenchmarkServerFanout100(b *testing.B) {
 	const streams = 100
-	url := etcdtest.Start(b)
-	kv := etcdtest.Client(b, url)
+	_, kv := etcdtest.StartWith(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := New(Config{Etcd: kv})

@@ -58,11 +58,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	gauge := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts(f(prometheus.Opts{Name: name, Help: help})))
 	}
+	counterVec := func(name, label, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts(f(prometheus.Opts{Name: name, Help: help})), []string{label})
+	}
+	gaugeVec := func(name, label, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts(f(prometheus.Opts{Name: name, Help: help})), []string{label})
+	}
 	m := &Metrics{
-		streamsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts(f(prometheus.Opts{Name: "streams_open",
-			Help: "gRPC streams being served, by method (Watch, GetNodes, GetCurrentLeader, Health/Watch, …)."})), []string{"method"}),
-		streamsRefused: prometheus.NewCounterVec(prometheus.CounterOpts(f(prometheus.Opts{Name: "streams_refused_total",
-			Help: "Streams refused, by reason: max_streams, not_current (etcd has not confirmed the view current), stopping (draining or stopped), bad_request (invalid, undecodable or unsupported)."})), []string{"reason"}),
+		streamsOpen: gaugeVec("streams_open", "method",
+			"gRPC streams being served, by method (Watch, GetNodes, GetCurrentLeader, Health/Watch, …)."),
+		streamsRefused: counterVec("streams_refused_total", "reason",
+			"Streams refused, by reason: max_streams, not_current (etcd has not confirmed the view current), stopping (draining or stopped), bad_request (invalid, undecodable or unsupported)."),
 		eventsSent:     counter("watch_events_sent_total", "WatchEvents sent on Watch streams, backlog included."),
 		bytesSent:      counter("watch_sent_bytes_total", "Bytes of the WatchEvents sent on Watch streams (protobuf encoding, before gRPC framing)."),
 		updatesMerged:  counter("watch_updates_merged_total", "Node changes that a slow Watch stream never sent because a later change of the same node replaced them."),
@@ -72,8 +78,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		current:        gauge("view_current", "1 while etcd confirms the view current and streams are served, else 0."),
 		etcdRevision:   gauge("etcd_revision", "The etcd revision the view is at."),
 		etcdLastEvent:  gauge("etcd_last_event_timestamp_seconds", "Unix time at which the last change from etcd was applied (its age: time() - this)."),
-		etcdRestarts: prometheus.NewCounterVec(prometheus.CounterOpts(f(prometheus.Opts{Name: "etcd_watch_restarts_total",
-			Help: "Times the etcd watch started again, by reason: lost (an error or a silent connection; resumed where it was) or compacted (listed again)."})), []string{"reason"}),
+		etcdRestarts: counterVec("etcd_watch_restarts_total", "reason",
+			"Times the etcd watch started again, by reason: lost (an error or a silent connection; resumed where it was) or compacted (listed again)."),
 		undecodable:   counter("etcd_records_undecodable_total", "Node records from etcd that could not be decoded (each is logged and skipped)."),
 		getNodesCalls: counter("get_nodes_calls_total", "Management.GetNodes calls."),
 		connections:   gauge("connections_open", "Client connections open."),

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/nodewatch/nodewatch/internal/enum"
 	"github.com/nodewatch/nodewatch/internal/testkit"
 )
 
@@ -58,7 +59,7 @@ const (
 )
 
 // kindNames are the kinds' names, as reports print them.
-var kindNames = [...]string{
+var kindNames = enum.Names[Kind]{
 	LeaderKill:        "etcd-leader-kill",
 	WatchedMemberKill: "etcd-watched-member-kill",
 	MemberPause:       "etcd-member-pause",
@@ -74,16 +75,10 @@ var kindNames = [...]string{
 }
 
 // String returns k's name, e.g. "etcd-leader-kill".
-func (k Kind) String() string { return kindNames[k] }
+func (k Kind) String() string { return kindNames.String(k) }
 
 // Kinds returns every kind of fault.
-func Kinds() []Kind {
-	ks := make([]Kind, len(kindNames))
-	for i := range ks {
-		ks[i] = Kind(i)
-	}
-	return ks
-}
+func Kinds() []Kind { return kindNames.Values() }
 
 // inject injects one fault and undoes it (restarts what it killed,
 // continues what it stopped) once it had its effect; then it waits for
