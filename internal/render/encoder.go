@@ -8,7 +8,8 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 )
 
 // appendOutputs appends the outputs of a program as `jq -r` prints them:
@@ -50,7 +51,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 	case json.Number:
 		return append(b, v...), nil
 	case string:
-		return appendString(b, v), nil
+		return jsondoc.AppendString(b, v), nil
 	case []any:
 		if len(v) == 0 {
 			return append(b, "[]"...), nil
@@ -77,7 +78,7 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 				b = append(b, ',')
 			}
 			b = newline(b, depth+1)
-			b = append(appendString(b, k), ':', ' ')
+			b = append(jsondoc.AppendString(b, k), ':', ' ')
 			var err error
 			if b, err = appendJSON(b, v[k], depth+1); err != nil {
 				return b, err
@@ -118,54 +119,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// appendString appends s quoted: `"`, `\`, control characters and DEL
-// escaped (\b \f \n \r \t by name, the others as \u00XX), bytes that are
-// not UTF-8 as \ufffd, everything else as it is (<, >, & and U+2028
-// included).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c <= '~' && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, `\b`...)
-			case '\f':
-				b = append(b, `\f`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
