@@ -51,7 +51,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	switch {
 	case preset != nil && c.NArg() != 0:
-		return nil, cmdline.Usagef("key: --mgmt takes no KEY (it watches %s)", preset.Key)
+		return nil, cmdline.Usagef("key: --mgmt takes no KEY (it watches %s)", preset.Keys[0])
 	case preset == nil && c.NArg() != 1:
 		return nil, cmdline.Usagef("key: want exactly one KEY, got %d arguments", c.NArg())
 	case preset == nil && c.Args().First() == "" && !c.Bool("prefix"):
@@ -91,7 +91,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 		o.rules.Rules = []etcdkv.Rule{{Pattern: p, Value: mode}}
 	}
 	if preset != nil {
-		o.key, o.prefix, o.also, o.rules.Rules = preset.Key, true, preset.Also, preset.Rules
+		o.key, o.prefix, o.also, o.rules.Rules = preset.Keys[0], true, preset.Keys[1:], preset.Rules
 		if c.IsSet("value") { // the user's --value over the preset's
 			for i := range o.rules.Rules {
 				o.rules.Rules[i].Value = mode
@@ -124,9 +124,8 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		src := &etcdkv.Source{
 			Config: o.etcd,
 			Watcher: etcdkv.Watcher{
-				Key:        o.key,
+				Keys:       append([]string{o.key}, o.also...),
 				Prefix:     o.prefix,
-				Also:       o.also,
 				Decode:     decode,
 				DecodeFrom: decodeFrom,
 				StartRev:   o.rev,
