@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,9 +25,8 @@ import (
 type keyOptions struct {
 	*watchflags.Options
 	etcd   etcdkv.Config
-	key    string
+	keys   []string // KEY…, or --mgmt's prefixes
 	prefix bool
-	also   []string     // more prefixes (--mgmt exported --for)
 	rules  etcdkv.Rules // --value, and --key-pattern or --mgmt's
 	rev    int64        // --rev: start at this revision (0: now)
 	// verbose: -v, every failed attempt to reconnect on stderr.
@@ -34,9 +34,9 @@ type keyOptions struct {
 }
 
 func keyCommand(e *env) *cli.Command {
-	return subcommand("key", "watch one etcd key, or every key under a prefix", "KEY | --mgmt AREA",
+	return subcommand("key", "watch etcd keys, or every key under prefixes", "KEY... | --mgmt AREA",
 		append(append(append(append(connflags.Etcd(), connflags.Verbose()),
-			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with KEY"},
+			&cli.BoolFlag{Name: "prefix", Usage: "watch every key that starts with a KEY"},
 			&cli.StringFlag{Name: "key-pattern", Usage: "name the segments of keys, e.g. `PATTERN` /app/{env}/{name...}: each object gets them as .fields"},
 			&cli.Int64Flag{Name: "rev", Usage: "start at revision `N`: the state as it was at N, then every revision after it, one batch each, then live (as etcdctl watch --rev)", DefaultText: "now"},
 			&cli.StringFlag{Name: "value", Value: "auto", Usage: "how values are decoded, `MODE`: auto, json, text, base64, gob (Go's encoding/gob, raw or base64) or query (a=1&b=2)"},
@@ -49,12 +49,13 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, prefix := c.Args().Slice(), c.Bool("prefix")
 	switch {
-	case preset != nil && c.NArg() != 0:
-		return nil, cmdline.Usagef("key: --mgmt takes no KEY (it watches %s)", preset.Key)
-	case preset == nil && c.NArg() != 1:
-		return nil, cmdline.Usagef("key: want exactly one KEY, got %d arguments", c.NArg())
-	case preset == nil && c.Args().First() == "" && !c.Bool("prefix"):
+	case preset != nil && len(keys) != 0:
+		return nil, cmdline.Usagef("key: --mgmt takes no KEY (it watches %s)", strings.Join(preset.Keys, " and "))
+	case preset == nil && len(keys) == 0:
+		return nil, cmdline.Usagef("key: want a KEY (or --mgmt AREA)")
+	case preset == nil && !prefix && slices.Contains(keys, ""):
 		return nil, cmdline.Usagef(`key: KEY must not be empty (to watch every key: --prefix "")`)
 	}
 	alsoFilter := ""
@@ -73,7 +74,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &keyOptions{Options: w, etcd: eo, key: c.Args().First(), prefix: c.Bool("prefix"), rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev"), verbose: c.Bool("verbose")}
+	o := &keyOptions{Options: w, etcd: eo, keys: keys, prefix: prefix, rules: etcdkv.Rules{Default: mode, ModeFlag: "--value"}, rev: c.Int64("rev"), verbose: c.Bool("verbose")}
 	switch {
 	case c.IsSet("rev") && o.rev < 1:
 		return nil, cmdline.Usagef("--rev: want a revision of 1 or more, got %d", o.rev)
@@ -91,7 +92,7 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 		o.rules.Rules = []etcdkv.Rule{{Pattern: p, Value: mode}}
 	}
 	if preset != nil {
-		o.key, o.prefix, o.also, o.rules.Rules = preset.Key, true, preset.Also, preset.Rules
+		o.keys, o.prefix, o.rules.Rules = preset.Keys, true, preset.Rules
 		if c.IsSet("value") { // the user's --value over the preset's
 			for i := range o.rules.Rules {
 				o.rules.Rules[i].Value = mode
@@ -101,18 +102,43 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	if len(o.rules.Rules) == 1 {
 		o.rules.Name = "--key-pattern " + o.rules.Rules[0].Pattern.String()
 	}
-	o.Follows = append([]state.Field{
-		{Name: "command", Value: "key"}, {Name: "--etcd", Value: strings.Join(eo.Endpoints, ",")},
-		{Name: "KEY", Value: o.key}, {Name: "--prefix", Value: strconv.FormatBool(o.prefix)},
-		{Name: "--mgmt", Value: c.String("mgmt") + " " + strings.Join(o.also, " ")},
-		{Name: "--value", Value: c.String("value")}, {Name: "--key-pattern", Value: c.String("key-pattern")},
-	}, o.Follows...)
-	o.List, o.Confirms = o.prefix, "watch"
+	followed := etcdkv.Followed(o.keys, o.prefix)
+	o.Follows = append(o.follows(c, followed, preset), o.Follows...)
+	// The view is a list with --prefix or several KEYs (even the same
+	// one twice: what --until sees follows from the command line), the
+	// one object (or null) with one KEY.
+	o.List, o.Confirms = o.prefix || len(o.keys) > 1, "watch"
 	o.Target = "etcd at " + strings.Join(eo.Endpoints, ",")
-	o.What = "key " + o.key
+	o.What = "key " + strings.Join(followed, " ")
 	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.Output.Summary = o.rules.Summary
 	return o, nil
+}
+
+// follows are the fields of what a --state file of key follows (the
+// command's; Parse adds the expressions'). The keys are those followed
+// (etcdkv.Followed): `key /a /a` and `key /a` share a file, and so do
+// `key --prefix /a/ /a/b/` and `key --prefix /a/`. One key is "KEY", as
+// before there could be several, more are "KEY 2", "KEY 3", …; --mgmt's
+// prefixes after the first are in "--mgmt", after the area, as before.
+func (o *keyOptions) follows(c *cli.Context, followed []string, preset *etcdkv.Mgmt) []state.Field {
+	fields := []state.Field{{Name: "command", Value: "key"}, {Name: "--etcd", Value: strings.Join(o.etcd.Endpoints, ",")}}
+	mgmt := c.String("mgmt") + " "
+	if preset != nil {
+		fields = append(fields, state.Field{Name: "KEY", Value: preset.Keys[0]})
+		mgmt += strings.Join(preset.Keys[1:], " ")
+	} else {
+		for i, k := range followed {
+			name := "KEY"
+			if i > 0 {
+				name += " " + strconv.Itoa(i+1)
+			}
+			fields = append(fields, state.Field{Name: name, Value: k})
+		}
+	}
+	return append(fields,
+		state.Field{Name: "--prefix", Value: strconv.FormatBool(o.prefix)}, state.Field{Name: "--mgmt", Value: mgmt},
+		state.Field{Name: "--value", Value: c.String("value")}, state.Field{Name: "--key-pattern", Value: c.String("key-pattern")})
 }
 
 func runKey(ctx context.Context, e *env, o *keyOptions) error {
@@ -124,9 +150,8 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 		src := &etcdkv.Source{
 			Config: o.etcd,
 			Watcher: etcdkv.Watcher{
-				Key:        o.key,
+				Keys:       o.keys,
 				Prefix:     o.prefix,
-				Also:       o.also,
 				Decode:     decode,
 				DecodeFrom: decodeFrom,
 				StartRev:   o.rev,

@@ -100,8 +100,8 @@ func refused(err error) bool {
 	return false
 }
 
-// Source connects to etcd and follows a key or prefix with a Watcher: the
-// source of `nodewatch key`. Connecting is part of the run, so a run's
+// Source connects to etcd and follows keys or prefixes with a Watcher:
+// the source of `nodewatch key`. Connecting is part of the run, so a run's
 // timeout covers it.
 type Source struct {
 	Config Config
@@ -109,17 +109,17 @@ type Source struct {
 	Watcher Watcher
 }
 
-// Run connects (see Connect), then runs the Watcher until ctx ends or
-// etcd refuses for good; it closes the client it opened. Connecting and
-// watching tell the user of losses as one (a dial.Outage over the
-// Watcher's Logf and Debugf).
+// Run connects (see Connect; it counts the first key followed), then
+// runs the Watcher until ctx ends or etcd refuses for good; it closes the
+// client it opened. Connecting and watching tell the user of losses as
+// one (a dial.Outage over the Watcher's Logf and Debugf).
 func (s *Source) Run(ctx context.Context, out flow.Sink) error {
 	cfg := s.config()
 	defer cfg.Outage.Stop()
 	if cfg.Conns == nil {
 		cfg.Conns = dial.NewConns()
 	}
-	client, err := Connect(ctx, cfg, s.Watcher.Key, s.Watcher.Prefix)
+	client, err := s.connect(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (s *Source) Run(ctx context.Context, out flow.Sink) error {
 func (s *Source) List(ctx context.Context, page func([]flow.Change) error) (int64, error) {
 	cfg := s.config()
 	defer cfg.Outage.Stop()
-	client, err := Connect(ctx, cfg, s.Watcher.Key, s.Watcher.Prefix)
+	client, err := s.connect(ctx, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -142,6 +142,16 @@ func (s *Source) List(ctx context.Context, page func([]flow.Change) error) (int6
 	w := s.Watcher
 	w.Client, w.outage = client, cfg.Outage
 	return w.List(ctx, page)
+}
+
+// connect connects (Connect) with the first of what the Watcher
+// follows: a refusal of the others comes from the listing.
+func (s *Source) connect(ctx context.Context, cfg Config) (*clientv3.Client, error) {
+	keys := Followed(s.Watcher.Keys, s.Watcher.Prefix)
+	if len(keys) == 0 {
+		return nil, errors.New("etcdkv: a Watcher without Keys")
+	}
+	return Connect(ctx, cfg, keys[0], s.Watcher.Prefix)
 }
 
 // config is Config with an Outage of its own, over the Watcher's Logf

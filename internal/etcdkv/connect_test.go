@@ -23,7 +23,7 @@ func TestSourceRefusedSaysSoAtOnce(t *testing.T) {
 	var log, debug testkit.Buffer
 	src := &Source{
 		Config:  Config{Endpoints: []string{dead}, DialTimeout: dialTimeout},
-		Watcher: Watcher{Key: "/x", Decode: value, Logf: log.Logf, Debugf: debug.Logf},
+		Watcher: Watcher{Keys: []string{"/x"}, Decode: value, Logf: log.Logf, Debugf: debug.Logf},
 	}
 	start := time.Now()
 	done := make(chan error, 1)

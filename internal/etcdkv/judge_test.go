@@ -80,7 +80,7 @@ func TestWatcherJudges(t *testing.T) {
 	watch := func(sink flow.Sink, batches <-chan flow.Batch, keeps func(any) (bool, bool)) (string, int) {
 		t.Helper()
 		decode, from := (&Rules{Default: ValueJSON}).Decoders(nil)
-		w := &Watcher{Client: c, Key: "/j/", Prefix: true, Decode: decode, DecodeFrom: from, StartRev: start,
+		w := &Watcher{Client: c, Keys: []string{"/j/"}, Prefix: true, Decode: decode, DecodeFrom: from, StartRev: start,
 			Logf: func(string, ...any) {}, Keeps: keeps}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})

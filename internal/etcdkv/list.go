@@ -30,7 +30,7 @@ const (
 	PageBytes     = 8 << 20
 )
 
-// list reads the whole range at one revision (at, or the current one
+// list reads every range at one revision (at, or the current one
 // when at is 0), page by page, retrying transient errors until ctx ends;
 // when the current revision is compacted before the last page was read,
 // it starts again at the new current one. An at that cannot be read is
@@ -47,7 +47,7 @@ func (w *Watcher) list(ctx context.Context, at int64, out flow.Sink) ([]flow.Cha
 			return nil
 		})
 		if at == 0 && errors.Is(err, errListCompacted) {
-			w.Logf.Printf("list %q: %v; listing again", w.Key, err)
+			w.Logf.Printf("list %s: %v; listing again", w.name(), err)
 			continue
 		}
 		return changes, rev, w.startRevError(err)
@@ -63,7 +63,8 @@ var errListCompacted = errors.New("the revision of the listing was compacted whi
 
 // List reads the state once, as the initial listing of Run would be, and
 // hands it to page one page at a time, in ascending key order (etcd's
-// order), without keeping it: a large listing costs memory for one page.
+// order; one range after the other, which do not overlap: each key comes
+// once), without keeping it: a large listing costs memory for one page.
 // It returns the revision of the listing; an error from page ends it and
 // is returned. Transient errors are retried where the listing stopped;
 // errors are as Run's, and a listing whose revision is compacted before
@@ -73,7 +74,7 @@ func (w *Watcher) List(ctx context.Context, page func([]flow.Change) error) (int
 	defer w.report()()
 	rev, err := w.pages(ctx, w.StartRev, page)
 	if err = w.startRevError(err); errors.Is(err, errListCompacted) {
-		return 0, fmt.Errorf("list %q: %w; run again", w.Key, err)
+		return 0, fmt.Errorf("list %s: %w; run again", w.name(), err)
 	}
 	return rev, err
 }
@@ -90,7 +91,7 @@ func (w *Watcher) startRevError(err error) error {
 	return err
 }
 
-// pages reads the range at one revision (rev, or the current one when
+// pages reads the ranges at one revision (rev, or the current one when
 // rev is 0), page by page, and hands each page's changes to fn. A
 // transient error is retried from where the listing stopped, at the same
 // revision; it returns errListCompacted when that revision is gone,
@@ -199,10 +200,10 @@ func (w *Watcher) getPage(ctx context.Context, r keyRange, key string, rev, limi
 		case errors.Is(err, rpctypes.ErrFutureRev):
 			return nil, err
 		case refused(err):
-			return nil, fmt.Errorf("list %q: %w", w.Key, err)
+			return nil, fmt.Errorf("list %s: %w", w.name(), err)
 		}
 		w.outage.Lost(w.peer, err, time.Time{})
-		w.Debugf.Printf("list %q at rev %d: retrying", w.Key, rev)
+		w.Debugf.Printf("list %s at rev %d: retrying", w.name(), rev)
 		if err := b.Wait(ctx); err != nil {
 			return nil, err
 		}

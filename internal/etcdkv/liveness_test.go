@@ -37,7 +37,7 @@ func TestWatcherSilentConnection(t *testing.T) {
 	var states []bool
 	src := &Source{
 		Config: Config{Endpoints: []string{"http://" + fwd.Addr()}, Keepalive: fastKeepalive},
-		Watcher: Watcher{Key: "/s/", Prefix: true, Decode: value, Logf: log.Logf, OnCurrent: func(current bool) {
+		Watcher: Watcher{Keys: []string{"/s/"}, Prefix: true, Decode: value, Logf: log.Logf, OnCurrent: func(current bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			states = append(states, current)
@@ -93,7 +93,7 @@ func TestWatcherQuietEtcd(t *testing.T) {
 	ka := dial.Keepalive{Time: 500 * time.Millisecond, Timeout: 3 * time.Second}
 	src := &Source{
 		Config: Config{Endpoints: []string{url}, Keepalive: ka},
-		Watcher: Watcher{Key: "/q/", Prefix: true, Decode: value, Logf: log.Logf, ConfirmEvery: 200 * time.Millisecond,
+		Watcher: Watcher{Keys: []string{"/q/"}, Prefix: true, Decode: value, Logf: log.Logf, ConfirmEvery: 200 * time.Millisecond,
 			OnCurrent: func(current bool) {
 				if !current {
 					stale.Add(1)
@@ -158,7 +158,7 @@ func TestWatcherConfirms(t *testing.T) {
 	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
-	w := &Watcher{Client: pc, Key: "/c/a/", Prefix: true, Also: []string{"/c/b/"}, Decode: value,
+	w := &Watcher{Client: pc, Keys: []string{"/c/a/", "/c/b/"}, Prefix: true, Decode: value,
 		MaxBackoff: 200 * time.Millisecond, ConfirmEvery: 50 * time.Millisecond,
 		Keepalive: dial.Keepalive{Time: 200 * time.Millisecond, Timeout: time.Minute}}
 	q := startWatcher(t, w)

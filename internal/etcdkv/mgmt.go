@@ -14,9 +14,9 @@ import (
 // of it, with its keys' segments named, its values decoded, and mgmt's own
 // collect semantics as a jq filter.
 type Mgmt struct {
-	// Key is the area's prefix; Also holds more prefixes (CollectFor).
-	Key  string
-	Also []string
+	// Keys are the prefixes to follow: the area's, or what CollectFor
+	// narrows it to.
+	Keys []string
 	// Rules name the segments of the area's keys and decode their values.
 	Rules []Rule
 	// Filter is a jq expression over the objects that the selections add
@@ -74,7 +74,7 @@ func MgmtArea(area, ns string) (*Mgmt, error) {
 		return nil, fmt.Errorf("want a key prefix starting with /, got %q", ns)
 	}
 	dir := strings.SplitN(rules[0].pattern, "/", 3)[1]
-	m := &Mgmt{Key: trimmed + "/" + dir + "/", ns: trimmed}
+	m := &Mgmt{Keys: []string{trimmed + "/" + dir + "/"}, ns: trimmed}
 	for _, r := range rules {
 		p, err := ParseKeyPattern(trimmed + r.pattern)
 		if err != nil {
@@ -99,9 +99,9 @@ func (m *Mgmt) CollectFor(host string) error {
 	if host == "" || strings.Contains(host, "/") {
 		return fmt.Errorf("want a host name, got %q", host)
 	}
-	m.Key = m.ns + "/exported/" + host + "/"
+	m.Keys = []string{m.ns + "/exported/" + host + "/"}
 	if host != "*" {
-		m.Also = []string{m.ns + "/exported/*/"}
+		m.Keys = append(m.Keys, m.ns+"/exported/*/")
 	}
 	m.add("(.fields.to == " + jqString(host) + " or .fields.to == \"*\")")
 	return nil

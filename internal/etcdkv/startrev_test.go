@@ -59,7 +59,7 @@ func TestStartRevModel(t *testing.T) {
 		}
 		// List (--once) reads the same state.
 		listed := map[string]string{}
-		lrev, err := (&Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start}).List(ctx, func(page []flow.Change) error {
+		lrev, err := (&Watcher{Client: c, Keys: []string{prefix}, Prefix: true, Decode: value, StartRev: start}).List(ctx, func(page []flow.Change) error {
 			for _, ch := range page {
 				listed[ch.ID] = ch.Object.(string)
 			}
@@ -68,7 +68,7 @@ func TestStartRevModel(t *testing.T) {
 		if err != nil || lrev != start || fmt.Sprint(listed) != fmt.Sprint(model) {
 			t.Fatalf("trial %d, StartRev %d: List gave %v at rev %d (%v), want %v", trial, start, listed, lrev, err, model)
 		}
-		mb := startWatcher(t, &Watcher{Client: c, Key: prefix, Prefix: true, Decode: value, StartRev: start})
+		mb := startWatcher(t, &Watcher{Client: c, Keys: []string{prefix}, Prefix: true, Decode: value, StartRev: start})
 		b := next(t, mb)
 		got := map[string]string{}
 		for _, ch := range b.Changes {
@@ -112,11 +112,11 @@ func TestStartRevUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rev := range []int64{revs[0], revs[2] + 1000} {
-		err := (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).Run(ctx, discard{})
+		err := (&Watcher{Client: c, Keys: []string{"/u/"}, Prefix: true, Decode: value, StartRev: rev}).Run(ctx, discard{})
 		if !errors.Is(err, ErrStartRev) {
 			t.Errorf("StartRev %d: %v, want ErrStartRev", rev, err)
 		}
-		_, err = (&Watcher{Client: c, Key: "/u/", Prefix: true, Decode: value, StartRev: rev}).List(ctx, func([]flow.Change) error { return nil })
+		_, err = (&Watcher{Client: c, Keys: []string{"/u/"}, Prefix: true, Decode: value, StartRev: rev}).List(ctx, func([]flow.Change) error { return nil })
 		if !errors.Is(err, ErrStartRev) {
 			t.Errorf("StartRev %d, List: %v, want ErrStartRev", rev, err)
 		}

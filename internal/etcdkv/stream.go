@@ -25,10 +25,11 @@ import (
 )
 
 // watch follows changes after rev until the history is gone (returns nil)
-// or ctx ends (returns ctx.Err()). Each range (Key, and Also's prefixes)
-// keeps the last revision it delivered, and a broken watch resumes every
-// range from the lowest (see watchOnce), each skipping what it delivered
-// already: one quiet range does not make another deliver again.
+// or ctx ends (returns ctx.Err()). Each range (one of Keys, see
+// Followed) keeps the last revision it delivered, and a broken watch
+// resumes every range from the lowest (see watchOnce), each skipping what
+// it delivered already: one quiet range does not make another deliver
+// again.
 func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 	ranges := w.ranges()
 	revs := make([]int64, len(ranges))
@@ -43,12 +44,12 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 			return ctx.Err()
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			w.Logf.Printf("watch %q from rev %d: history compacted; listing again", w.Key, slices.Min(revs)+1)
+			w.Logf.Printf("watch %s from rev %d: history compacted; listing again", w.name(), slices.Min(revs)+1)
 			w.restarted(true)
 			return nil
 		}
 		if refused(err) {
-			return fmt.Errorf("watch %q: %w", w.Key, err)
+			return fmt.Errorf("watch %s: %w", w.name(), err)
 		}
 		if !slices.Equal(before, revs) {
 			b.Reset() // progress was made: this is a fresh failure
@@ -58,7 +59,7 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 			since = time.Unix(0, w.live.last.Load())
 		}
 		w.outage.Lost(w.peer, err, since)
-		w.Debugf.Printf("watch %q: resuming at rev %d", w.Key, slices.Min(revs)+1)
+		w.Debugf.Printf("watch %s: resuming at rev %d", w.name(), slices.Min(revs)+1)
 		w.restarted(false)
 		if err := b.Wait(ctx); err != nil {
 			return err

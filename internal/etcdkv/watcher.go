@@ -1,4 +1,4 @@
-// Package etcdkv follows a key or a prefix in etcd: it lists the state at
+// Package etcdkv follows keys or prefixes in etcd: it lists the state at
 // one revision, then watches from the next, and hands the result to a
 // flow.Sink as batches.
 //
@@ -21,6 +21,7 @@ package etcdkv
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,10 +33,17 @@ import (
 	"github.com/nodewatch/nodewatch/internal/flow"
 )
 
-// Watcher follows one key, or every key under a prefix.
+// Watcher follows keys, or every key under prefixes, as one state.
 type Watcher struct {
 	Client *clientv3.Client
-	Key    string
+	// Keys are the keys followed, or with Prefix the prefixes; at least
+	// one. They may repeat and overlap: each key is followed once (see
+	// Followed). With several, they are listed at one revision and
+	// watched from the next, one etcd watch each on one stream; after a
+	// lost stream each resumes after the last revision it delivered.
+	// etcd sends each watch its own events, so a transaction that
+	// changes keys of two of them comes as two batches of one revision.
+	Keys   []string
 	Prefix bool
 	// PageSize, if positive, is the number of keys each list request asks
 	// for; 0 sizes pages by bytes (see PageBytes).
@@ -116,13 +124,6 @@ type Watcher struct {
 	// full batch. It is called from Run's goroutine.
 	Listed func(n int)
 
-	// Also holds more prefixes (with Prefix only) that are part of the
-	// same state: listed at the revision of Key's listing and watched from
-	// the next, as one prefix would be. mgmt's collect reads two prefixes
-	// (exports to one host and to every host); etcd narrows each. They
-	// must not overlap each other or Key.
-	Also []string
-
 	// onPage, if set, is called with the size of every list response
 	// (a test hook).
 	onPage func(keys int)
@@ -134,7 +135,7 @@ type Watcher struct {
 	// peer is the address of etcd that the last watch stream went to (or
 	// the client's endpoints, before one did).
 	peer string
-	// keys is, during Run, the state of each key under Key, by key: every
+	// keys is, during Run, the state of each key followed, by key: every
 	// key that the listing or an event brought, also those a filter keeps
 	// out of the view (about 100 bytes a key, with no object unless
 	// DecodeFrom keeps one). Each listing makes it afresh and a delete
@@ -149,21 +150,51 @@ type Watcher struct {
 // when end is "".
 type keyRange struct{ key, end string }
 
+// Followed returns what a Watcher with keys (prefixes, with prefix)
+// follows: the keys in ascending order, each once, and with prefix
+// without those that start with another (which covers them: "" covers
+// every key). Their ranges do not overlap, so that every key is listed
+// and watched once, and listing them in this order lists in key order.
+func Followed(keys []string, prefix bool) []string {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	if !prefix {
+		return keys
+	}
+	// A prefix that another starts sorts after it, and after every key
+	// in between, which starts with it too: the last prefix kept is the
+	// only one to ask.
+	out := keys[:0]
+	for _, k := range keys {
+		if len(out) == 0 || !strings.HasPrefix(k, out[len(out)-1]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // ranges returns what w follows, in ascending key order.
 func (w *Watcher) ranges() []keyRange {
-	if !w.Prefix {
-		return []keyRange{{key: w.Key}}
-	}
 	var rs []keyRange
-	for _, p := range append([]string{w.Key}, w.Also...) {
-		r := keyRange{key: p, end: clientv3.GetPrefixRangeEnd(p)}
-		if p == "" {
-			r.key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
+	for _, k := range Followed(w.Keys, w.Prefix) {
+		r := keyRange{key: k}
+		if w.Prefix {
+			r.end = clientv3.GetPrefixRangeEnd(k)
+			if k == "" {
+				r.key = "\x00" // every key; etcd refuses an empty one (as WithPrefix does)
+			}
 		}
 		rs = append(rs, r)
 	}
-	slices.SortFunc(rs, func(a, b keyRange) int { return strings.Compare(a.key, b.key) })
 	return rs
+}
+
+// name names what w follows in messages: "/a/", or "/a/" "/b/".
+func (w *Watcher) name() string {
+	var q []string
+	for _, k := range Followed(w.Keys, w.Prefix) {
+		q = append(q, strconv.Quote(k))
+	}
+	return strings.Join(q, " ")
 }
 
 // Run lists, then watches, putting batches into out, until ctx ends. The

@@ -91,7 +91,7 @@ func TestListPaged(t *testing.T) {
 
 	var mu sync.Mutex
 	var pages []int
-	w := &Watcher{Client: c, Key: "/p/", Prefix: true, PageSize: 100, Decode: value}
+	w := &Watcher{Client: c, Keys: []string{"/p/"}, Prefix: true, PageSize: 100, Decode: value}
 	w.onPage = func(k int) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -122,7 +122,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
 	var logs testkit.Buffer
-	w := &Watcher{Client: pc, Key: "/r/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
+	w := &Watcher{Client: pc, Keys: []string{"/r/"}, Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf}
 	mb := startWatcher(t, w)
 	if b := next(t, mb); b.Cause != flow.CauseInitial {
 		t.Fatalf("first batch cause %v", b.Cause)
@@ -158,7 +158,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 // listed and watched.
 func TestSingleKeyIgnoresSiblings(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/s", "1", "/s/child", "1")
-	mb := startWatcher(t, &Watcher{Client: c, Key: "/s", Decode: value})
+	mb := startWatcher(t, &Watcher{Client: c, Keys: []string{"/s"}, Decode: value})
 	b := next(t, mb)
 	if len(b.Changes) != 1 || b.Changes[0].ID != "/s" {
 		t.Fatalf("initial batch %+v, want only /s", b.Changes)
@@ -180,7 +180,7 @@ func TestResumeAfterNoLeader(t *testing.T) {
 	all := etcdtest.Client(t, strings.Join(cluster.Endpoints, ","))
 	only0 := etcdtest.Client(t, cluster.Endpoints[0])
 	var logs testkit.Buffer
-	w := &Watcher{Client: only0, Key: "/q/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf, Debugf: logs.Logf}
+	w := &Watcher{Client: only0, Keys: []string{"/q/"}, Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond, Logf: logs.Logf, Debugf: logs.Logf}
 	mb := startWatcher(t, w)
 	next(t, mb) // the initial listing
 	rev := etcdtest.Put(t, all, "/q/a", "1")
@@ -242,7 +242,7 @@ func TestListReportsProgress(t *testing.T) {
 		etcdtest.Put(t, c, fmt.Sprintf("/r/%d", i), "v")
 	}
 	s := &listedSink{put: make(chan struct{}, 1)}
-	w := &Watcher{Client: c, Key: "/r/", Prefix: true, PageSize: 2, Decode: value, Listed: s.Listed}
+	w := &Watcher{Client: c, Keys: []string{"/r/"}, Prefix: true, PageSize: 2, Decode: value, Listed: s.Listed}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -262,15 +262,15 @@ func TestListReportsProgress(t *testing.T) {
 	}
 }
 
-// TestWatcherAlso: two prefixes are one state: listed at one revision (in
+// TestWatcherTwoPrefixes: two prefixes are one state: listed at one revision (in
 // key order, page by page), then watched from the next, a change in each
 // arriving; a key under neither never does.
-func TestWatcherAlso(t *testing.T) {
+func TestWatcherTwoPrefixes(t *testing.T) {
 	_, c := etcdtest.StartWith(t)
 	for _, k := range []string{"/e/h3/a", "/e/h3/b", "/e/*/c", "/e/h2/d", "/e/h30/e"} {
 		etcdtest.Put(t, c, k, "v")
 	}
-	w := &Watcher{Client: c, Key: "/e/h3/", Prefix: true, Also: []string{"/e/*/"}, PageSize: 1, Decode: value}
+	w := &Watcher{Client: c, Keys: []string{"/e/h3/", "/e/*/"}, Prefix: true, PageSize: 1, Decode: value}
 	var listed []string
 	if _, err := w.List(context.Background(), func(page []flow.Change) error {
 		for _, ch := range page {
@@ -309,15 +309,15 @@ func changeIDs(b flow.Batch) []string {
 	return ids
 }
 
-// TestWatcherAlsoResumesEachRange: after a broken connection, each range
+// TestWatcherTwoPrefixesResumeEachRange: after a broken connection, each range
 // resumes from the last revision it delivered: a change delivered before
 // the break in one range is not delivered again because the other range
 // was quiet.
-func TestWatcherAlsoResumesEachRange(t *testing.T) {
+func TestWatcherTwoPrefixesResumeEachRange(t *testing.T) {
 	ep, c := etcdtest.StartWith(t)
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
-	w := &Watcher{Client: pc, Key: "/f/a/", Prefix: true, Also: []string{"/f/b/"}, Decode: value, MaxBackoff: 200 * time.Millisecond}
+	w := &Watcher{Client: pc, Keys: []string{"/f/a/", "/f/b/"}, Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond}
 	q := startWatcher(t, w)
 	next(t, q) // the initial, empty state
 	etcdtest.Put(t, c, "/f/a/1", "delivered before the break")
@@ -363,7 +363,7 @@ func TestListReadsOneAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer counted.Close()
-	w := &Watcher{Client: counted, Key: "/a/", Prefix: true, PageSize: size, Decode: value}
+	w := &Watcher{Client: counted, Keys: []string{"/a/"}, Prefix: true, PageSize: size, Decode: value}
 	release := make(chan struct{})
 	var ids []string
 	done := make(chan error, 1)
@@ -427,7 +427,7 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 	}
 	decode, from := (&Rules{}).Decoders(nil)
 	var refs []any
-	w := &Watcher{Client: c, Key: "/d/", Prefix: true, Decode: decode,
+	w := &Watcher{Client: c, Keys: []string{"/d/"}, Prefix: true, Decode: decode,
 		DecodeFrom: func(kv *mvccpb.KeyValue, ref any) (any, error) {
 			refs = append(refs, ref) // the watcher's goroutine only
 			return from(kv, ref)
@@ -469,7 +469,7 @@ func TestWatcherDecodesFromLast(t *testing.T) {
 func TestWatcherKeyStates(t *testing.T) {
 	_, c := etcdtest.StartWith(t, "/s/k0", "0", "/s/k1", "1")
 	ctx := context.Background()
-	w := &Watcher{Client: c, Key: "/s/", Prefix: true, Decode: value,
+	w := &Watcher{Client: c, Keys: []string{"/s/"}, Prefix: true, Decode: value,
 		ID: func(key string) string { return "id:" + key }}
 	mb := startWatcher(t, w)
 	live := map[string]string{} // key: the id string its changes carry
@@ -528,7 +528,7 @@ func TestWatcherKeyStatesResync(t *testing.T) {
 	ep, c := etcdtest.StartWith(t, "/k/a", "1", "/k/b", "1")
 	proxy := etcdtest.NewProxy(t, ep)
 	pc := etcdtest.Client(t, proxy.Endpoint)
-	w := &Watcher{Client: pc, Key: "/k/", Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond}
+	w := &Watcher{Client: pc, Keys: []string{"/k/"}, Prefix: true, Decode: value, MaxBackoff: 200 * time.Millisecond}
 	mb := startWatcher(t, w)
 	next(t, mb)
 	proxy.Cut()

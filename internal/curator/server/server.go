@@ -253,7 +253,7 @@ func (s *Server) run(ctx context.Context) error {
 	defer cancel()
 	w := &etcdkv.Watcher{
 		Client: s.cfg.Etcd,
-		Key:    s.prefix,
+		Keys:   []string{s.prefix},
 		Prefix: true,
 		ID:     s.id,
 		Decode: func(kv *mvccpb.KeyValue) (any, error) {
