@@ -38,12 +38,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) int {
 // run ends at once with 4, its report (stderr and --report) names it.
 func TestE2EFailIfDecommissioned(t *testing.T) {
 	t.Parallel()
-	ep, c := fleet(t,
-		node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"),
-		node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"),
-		node(idC, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.3"),
-	)
-	addr, _ := serve(t, ep)
+	addr, c := twoOfThreeUp(t)
 	file := filepath.Join(t.TempDir(), "report.json")
 	cmd := command(t, "nodes", "--curator", addr, "--each", `.state == "NODE_STATE_UP"`,
 		"--fail-if", `.state == "NODE_STATE_DECOMMISSIONED"`, "--timeout", "10m", "--report", file)

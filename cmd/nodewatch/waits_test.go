@@ -9,20 +9,29 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/nodewatch/nodewatch/internal/curator/commonpb"
 )
 
-// TestWaitReportJSON: a CI wait for three nodes up where two come up
-// ends with 124, and --report holds, as JSON, which node held it up.
-func TestWaitReportJSON(t *testing.T) {
-	t.Parallel()
-	ep, _ := fleet(t,
+// twoOfThreeUp serves a fleet of three nodes, two up and the third
+// (idC) NEW, and returns serve's address and a client of its etcd.
+func twoOfThreeUp(t *testing.T) (string, *clientv3.Client) {
+	t.Helper()
+	ep, c := fleet(t,
 		node(idA, commonpb.NodeState_NODE_STATE_UP, "10.0.0.1"),
 		node(idB, commonpb.NodeState_NODE_STATE_UP, "10.0.0.2"),
 		node(idC, commonpb.NodeState_NODE_STATE_NEW, "10.0.0.3"),
 	)
 	addr, _ := serve(t, ep)
+	return addr, c
+}
+
+// TestWaitReportJSON: a CI wait for three nodes up where two come up
+// ends with 124, and --report holds, as JSON, which node held it up.
+func TestWaitReportJSON(t *testing.T) {
+	t.Parallel()
+	addr, _ := twoOfThreeUp(t)
 	file := filepath.Join(t.TempDir(), "report.json")
 	_, stderr, code := runSync(t, "nodes", "--curator", addr, "--each", `.state == "NODE_STATE_UP"`, "--at-least", "3", "--timeout", "3s", "--report", file)
 	if code != exitTimeout {
