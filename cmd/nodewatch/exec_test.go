@@ -454,6 +454,13 @@ func TestE2EStateBadFiles(t *testing.T) {
 	}
 	unchanged()
 
+	// The file of another command: that, and nothing else.
+	code, _, stderr = runCmd(t, command(t, "nodes", "--curator", "127.0.0.1:1", "--state", st, "--once"))
+	if want := "--state " + st + ": the file follows another watch: it is the state of a \"key\" run, this is a \"nodes\" run; to start afresh"; code != exitUsage || !strings.Contains(stderr, want) {
+		t.Fatalf("another command: exit %d, stderr %s", code, stderr)
+	}
+	unchanged()
+
 	// A run that holds it.
 	holder := command(t, "key", "/bad/", "--prefix", "--etcd", ep, "--state", st)
 	lines, _ := startLines(t, holder)

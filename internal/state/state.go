@@ -266,16 +266,22 @@ func (s *Store) bad(format string, args ...any) error {
 }
 
 // differences describes how had (the file's) and want (this run's)
-// differ; "" if they do not.
+// differ; "" if they do not. A file of another command is said to be
+// that alone: every setting of the two differs, and listing them would
+// bury the one that matters. Values are compared without the spaces
+// around them (older files kept a lone space for --mgmt unset).
 func differences(had, want []Field) string {
 	values := func(fs []Field) map[string]string {
 		m := make(map[string]string, len(fs))
 		for _, f := range fs {
-			m[f.Name] = f.Value
+			m[f.Name] = strings.TrimSpace(f.Value)
 		}
 		return m
 	}
 	h, w := values(had), values(want)
+	if hc, wc := h["command"], w["command"]; hc != wc && hc != "" && wc != "" {
+		return fmt.Sprintf("it is the state of a %s run, this is a %s run", strconv.Quote(hc), strconv.Quote(wc))
+	}
 	var d []string
 	seen := map[string]bool{}
 	for _, f := range append(append([]Field{}, had...), want...) {

@@ -273,8 +273,12 @@ func TestMismatch(t *testing.T) {
 			[]string{`filter is ".state == \"UP\"" there, unset here`}},
 		{"a field unset there", append([]Field{{"rev", "7"}}, follows...),
 			[]string{`rev is unset there, "7" here`}},
-		{"two fields", []Field{{"command", "nodes"}, {"prefix", "/nodes/"}, {"filter", "true"}},
-			[]string{`command is "key" there, "nodes" here`, `filter is ".state == \"UP\"" there, "true" here`}},
+		{"two fields", []Field{{"command", "key"}, {"prefix", "/other/"}, {"filter", "true"}},
+			[]string{`prefix is "/nodes/" there, "/other/" here`, `filter is ".state == \"UP\"" there, "true" here`}},
+		{"another command: that alone", []Field{{"command", "nodes"}, {"prefix", "/nodes/"}, {"filter", "true"}},
+			[]string{`it is the state of a "key" run, this is a "nodes" run`}},
+		{"a space is no value", []Field{{"command", "key"}, {"prefix", "/nodes/ "}, {"filter", "true"}},
+			[]string{`filter is ".state == \"UP\"" there, "true" here`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Open(path, c.follows)
@@ -284,6 +288,12 @@ func TestMismatch(t *testing.T) {
 			}
 			if !errors.Is(err, ErrMismatch) {
 				t.Errorf("Open: %v, want ErrMismatch", err)
+			}
+			if strings.Contains(err.Error(), "prefix is") != strings.Contains(strings.Join(c.want, ";"), "prefix is") {
+				t.Errorf("Open: %v\nlists prefix, which does not differ (or does not list it, which does)", err)
+			}
+			if strings.Count(err.Error(), " here") != strings.Count(strings.Join(c.want, ";"), " here") {
+				t.Errorf("Open: %v\nwant exactly the differences %q", err, c.want)
 			}
 			for _, w := range append(c.want, path, "to start afresh, remove the file or give another one") {
 				if !strings.Contains(err.Error(), w) {
