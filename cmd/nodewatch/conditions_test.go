@@ -77,7 +77,7 @@ func TestE2EFailIfDecommissioned(t *testing.T) {
 	}
 	c3 := object{"metropolis-" + idC, "DECOMMISSIONED 10.0.0.3"}
 	wantReport := got
-	wantReport.Stop, wantReport.Goal, wantReport.Objects, wantReport.Meeting = "failure condition met", "every object met --each", 3, 2
+	wantReport.Stop, wantReport.Goal, wantReport.Objects, wantReport.Meeting = "failure condition met", `--each '.state == "NODE_STATE_UP"' --fail-if '.state == "NODE_STATE_DECOMMISSIONED"'`, 3, 2
 	wantReport.Tripped, wantReport.Unmet = []object{c3}, []object{c3}
 	if diff := cmp.Diff(wantReport, got); diff != "" {
 		t.Errorf("--report (-want +got):\n%s", diff)

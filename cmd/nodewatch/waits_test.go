@@ -44,6 +44,7 @@ func TestWaitReportJSON(t *testing.T) {
 	type unmet struct{ ID, Summary string }
 	var got struct {
 		Stop, Goal       string
+		Met              bool
 		Objects, Meeting int
 		Unmet            []unmet
 		MoreUnmet        int `json:"more_unmet"`
@@ -52,9 +53,27 @@ func TestWaitReportJSON(t *testing.T) {
 		t.Fatalf("--report is not JSON: %v\n%s", err, b)
 	}
 	want := got
-	want.Stop, want.Goal, want.Objects, want.Meeting = "timed out", "3 objects met --each", 3, 2
+	want.Stop, want.Goal, want.Objects, want.Meeting = "timed out", `--each '.state == "NODE_STATE_UP"' --at-least 3`, 3, 2
 	want.Unmet, want.MoreUnmet = []unmet{{"metropolis-" + idC, "NEW 10.0.0.3"}}, 0
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("--report (-want +got):\n%s", diff)
+	}
+
+	// Met, the report is written too (over the stale one), and says so.
+	_, stderr, code = runSync(t, "nodes", "--curator", addr, "--each", `.state == "NODE_STATE_UP"`, "--at-least", "2", "--timeout", "30s", "--report", file)
+	if code != 0 || stderr != "" {
+		t.Fatalf("met: exit %d, stderr %q", code, stderr)
+	}
+	if b, err = os.ReadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	got = want
+	got.Unmet, got.Stop, got.Met = nil, "", false
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("--report is not JSON: %v\n%s", err, b)
+	}
+	want.Stop, want.Met, want.Goal = "goal met", true, `--each '.state == "NODE_STATE_UP"' --at-least 2`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("--report of a wait met (-want +got):\n%s", diff)
 	}
 }

@@ -130,6 +130,11 @@ type Options struct {
 	// the user set GOMAXPROCS; tests leave their process alone.
 	OneProc bool
 
+	// AlwaysReport: the Result has a Report however the run ended
+	// (--report FILE is written on success too), not only when a goal
+	// was missed.
+	AlwaysReport bool
+
 	// Lister, if set, is the run's source as it reads its state once
 	// (usually the Source itself), handed in by whoever built the source:
 	// --once without a goal that needs the view prints it page by page.
@@ -160,6 +165,9 @@ type Resume struct {
 
 // hasGoal reports whether anything ends the run successfully.
 func (o *Options) hasGoal() bool { return o.Until != nil || o.Each != nil || o.Once || o.Count > 0 }
+
+// HasGoal reports whether anything ends the run successfully.
+func (o *Options) HasGoal() bool { return o.hasGoal() }
 
 // delivers reports whether batches go to a handler (Exec, Render)
 // rather than to the output.

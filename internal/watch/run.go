@@ -343,6 +343,9 @@ func (r *run) goalMet() (Result, error) {
 		return r.end(err)
 	}
 	r.res.Stop = GoalMet
+	if r.o.AlwaysReport {
+		r.res.Report = r.report()
+	}
 	return r.res, nil
 }
 
@@ -369,7 +372,7 @@ func (r *run) failed() (Result, error) {
 // a goal was set and not met.
 func (r *run) end(err error) (Result, error) {
 	res, err := r.stop(r.res, err)
-	if r.o.hasGoal() && r.res.Received && (res.Stop == TimedOut || res.Stop == Interrupted) {
+	if r.o.AlwaysReport || r.o.hasGoal() && r.res.Received && (res.Stop == TimedOut || res.Stop == Interrupted) {
 		res.Report = r.report()
 	}
 	return res, err

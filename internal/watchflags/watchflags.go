@@ -81,6 +81,7 @@ type Options struct {
 	Follows []state.Field
 
 	reportFile string // --report
+	asked      string // the goal as the flags gave it, for --report
 	stateFile  string // --state
 }
 
@@ -106,6 +107,7 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
 	}
 	o.AtLeast, o.reportFile = c.Int("at-least"), c.String("report")
+	o.AlwaysReport, o.asked = o.reportFile != "", asked(c)
 	if o.reportFile != "" {
 		// Found unwritable at the end, it would take the exit code the
 		// wait earned: try its directory now.
