@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,23 +100,6 @@ func faultRun(t *testing.T, seed uint64, n int, ctl string) *faults.Report {
 		t.Error(b.String())
 	}
 	return rep
-}
-
-// etcdctl returns the etcdctl to compare times to recover with:
-// $NODEWATCH_ETCDCTL, else the pinned one make etcd-bin builds in .bin/;
-// "" and why when there is none.
-func etcdctl() (path, why string) {
-	path = os.Getenv("NODEWATCH_ETCDCTL")
-	if path == "" {
-		path = filepath.Join("..", "..", ".bin", "etcdctl")
-	}
-	abs, err := filepath.Abs(path)
-	if err == nil {
-		if _, err = os.Stat(abs); err == nil {
-			return abs, ""
-		}
-	}
-	return "", fmt.Sprintf("%v (make etcd-bin builds it)", err)
 }
 
 // summary describes reports: runs, faults by kind, events checked,

@@ -110,6 +110,11 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	o.List, o.Confirms = o.prefix || len(o.keys) > 1, "watch"
 	o.Target = "etcd at " + strings.Join(eo.Endpoints, ",")
 	o.What = "key " + strings.Join(followed, " ")
+	if o.Handler != nil {
+		// A batch of one change also gets the variables etcdctl watch
+		// gives its command, ETCD_WATCH_*.
+		o.Handler.ChangeEnv = etcdkv.EtcdctlEnv{Rules: &o.rules}
+	}
 	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.Output.Summary = o.rules.Summary
 	return o, nil

@@ -322,6 +322,7 @@ func checkWatch(t *testing.T, w Watcher, m *keysModel, keys []string, prefix boo
 	}
 	seen, want := map[change]int{}, map[change]int{}
 	changes, confirmed := 0, listed // changes received, and the last revision confirmed
+	last := listed                  // the revision of the last batch of changes
 	pending := bs[1:]
 	// follow applies batches until done says so.
 	follow := func(done func() bool) {
@@ -340,6 +341,18 @@ func checkWatch(t *testing.T, w Watcher, m *keysModel, keys []string, prefix boo
 				apply(b)
 				if b.Confirmed {
 					confirmed = max(confirmed, b.Rev)
+				}
+				if len(b.Changes) == 0 {
+					continue
+				}
+				// One batch per revision, in order, and the view after
+				// it is etcd's state at its revision.
+				if b.Rev <= last {
+					t.Fatalf("a batch of rev %d after one of rev %d", b.Rev, last)
+				}
+				last = b.Rev
+				if diff := cmp.Diff(m.matching(b.Rev, keys, prefix), viewNow()); diff != "" {
+					t.Fatalf("view after the batch of rev %d (-model +got):\n%s", b.Rev, diff)
 				}
 			}
 			pending = nil

@@ -29,7 +29,8 @@ var errSilent = errors.New("no answer")
 // stream silent for the keepalive deadline is ended with errSilent
 // through cancel, and the connections that went silent with it are
 // closed, so that the next stream goes over a new one. Once the creates
-// are sent, prove is the only sender on stream.
+// are sent, prove sends on stream, and so does, with several ranges, a
+// merger's ask (hence a lockedStream).
 //
 // While the watches start after etcd's revision (ah), etcd drops the
 // progress requests, so prove also asks for etcd's revision (a

@@ -70,6 +70,17 @@ func (r *Rules) Decoders(logf func(format string, args ...any)) (decode func(kv 
 	return func(kv *mvccpb.KeyValue) (any, error) { return from(kv, nil) }, from
 }
 
+// mode returns how the value of key is decoded: by the first rule whose
+// pattern matches it, else by Default.
+func (r *Rules) mode(key string) ValueMode {
+	for _, rule := range r.Rules {
+		if _, ok := rule.Pattern.Match(key); ok {
+			return rule.Value
+		}
+	}
+	return r.Default
+}
+
 // name names the rules for a message.
 func (r *Rules) name() string {
 	if r.Name != "" {

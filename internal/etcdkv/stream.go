@@ -69,7 +69,9 @@ func (w *Watcher) watch(ctx context.Context, rev int64, out flow.Sink) error {
 
 // watchOnce runs one etcd watch per range on one stream, and delivers
 // range i's changes after revs[i], keeping revs[i] at the last revision
-// delivered for it. It returns the error that ended the stream.
+// delivered for it; with several ranges, a merger puts their changes in
+// revision order, one batch per revision. It returns the error that ended
+// the stream.
 //
 // It speaks etcd's Watch RPC itself rather than through clientv3's
 // Watcher, which hands every response through three goroutines of its
@@ -102,11 +104,12 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	// The call options clientv3 gives every call: wait for the
 	// connection, and no 4 MiB cap on a response (a transaction of large
 	// values is one response).
-	stream, err := w.Client.ActiveConnection().NewStream(wctx, etcdwire.WatchDesc, etcdwire.WatchMethod,
+	raw, err := w.Client.ActiveConnection().NewStream(wctx, etcdwire.WatchDesc, etcdwire.WatchMethod,
 		grpc.WaitForReady(true), grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(etcdwire.Codec{}))
 	if err != nil {
 		return rpctypes.Error(err)
 	}
+	stream := &lockedStream{ClientStream: raw}
 	// Every watch starts at the revision after the lowest delivered, and
 	// events a range already delivered are skipped below. A watch that
 	// starts at a revision etcd already has is one etcd must catch up,
@@ -138,6 +141,11 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 	defer wg.Wait()
 	defer cancel(nil)
 	wg.Go(func() { w.prove(wctx, stream, heard, at, cancel, ah, ranges[0].key, out) })
+	var mg *merger // with several ranges, what puts their events in order
+	if len(ranges) > 1 {
+		mg = newMerger(revs)
+		wg.Go(func() { mg.ask(wctx, stream) })
+	}
 	// etcd answers the creates in order, each with the id of its watch;
 	// the events of a watch carry its id.
 	ranged := make(map[int64]int, len(ranges))
@@ -160,6 +168,11 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			// The answer to a progress request: every watch of the
 			// stream delivered everything up to the header's revision.
 			r := resp.Revision
+			if mg != nil {
+				mg.answered(r)
+				mg.release(out, true)
+				continue
+			}
 			for i := range revs {
 				revs[i] = max(revs[i], r)
 			}
@@ -187,7 +200,11 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 		if len(resp.Events) == 0 && !resp.Created && resp.HasHeader {
 			// A progress notification: everything up to the header's
 			// revision was delivered, so a quiet range moves on too.
-			revs[i] = max(revs[i], resp.Revision)
+			if mg != nil {
+				mg.progress(i, resp.Revision)
+			} else {
+				revs[i] = max(revs[i], resp.Revision)
+			}
 		}
 		// One batch per revision: one transaction, one batch.
 		events := resp.Events
@@ -197,26 +214,36 @@ func (w *Watcher) watchOnce(ctx context.Context, ranges []keyRange, revs []int64
 			for n < len(events) && events[n].KV.ModRevision == r {
 				n++
 			}
-			if r > revs[i] {
-				// With one range, events at r prove that everything up
-				// to r was delivered; with several, another range may
-				// still be behind.
-				b := flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: r, Confirmed: len(ranges) == 1,
-					Changes: w.batch[:0]} // out keeps none of it (flow.Sink)
-				for k := range events[:n] {
-					ev := &events[k]
-					if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, w.Keeps); ok {
-						b.Changes = append(b.Changes, c)
-					}
+			if r <= revs[i] { // delivered before the stream broke
+				events = events[n:]
+				continue
+			}
+			cs := w.batch[:0] // out keeps none of it (flow.Sink)
+			if mg != nil {
+				cs = nil // held past this response
+			}
+			for k := range events[:n] {
+				ev := &events[k]
+				if c, ok := w.change(&ev.KV, ev.Type == mvccpb.DELETE, true, w.Keeps); ok {
+					cs = append(cs, c)
 				}
-				out.Put(b)
-				clear(b.Changes)
-				if w.batch = b.Changes[:0]; cap(w.batch) > maxBatch {
+			}
+			if mg != nil {
+				mg.add(i, r, cs)
+			} else {
+				// With one range, events at r prove that everything up
+				// to r was delivered.
+				out.Put(flow.Batch{Cause: flow.CauseChange, Synced: true, Rev: r, Confirmed: true, Changes: cs})
+				clear(cs)
+				if w.batch = cs[:0]; cap(w.batch) > maxBatch {
 					w.batch = nil // a large transaction's
 				}
 				revs[i] = r
 			}
 			events = events[n:]
+		}
+		if mg != nil {
+			mg.release(out, false)
 		}
 	}
 }

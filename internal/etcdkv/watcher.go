@@ -39,10 +39,9 @@ type Watcher struct {
 	// Keys are the keys followed, or with Prefix the prefixes; at least
 	// one. They may repeat and overlap: each key is followed once (see
 	// Followed). With several, they are listed at one revision and
-	// watched from the next, one etcd watch each on one stream; after a
-	// lost stream each resumes after the last revision it delivered.
-	// etcd sends each watch its own events, so a transaction that
-	// changes keys of two of them comes as two batches of one revision.
+	// watched from the next, one etcd watch each on one stream, whose
+	// events are put in revision order, one batch per revision, as one
+	// watch's are (see merger).
 	Keys   []string
 	Prefix bool
 	// PageSize, if positive, is the number of keys each list request asks

@@ -13,7 +13,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +42,21 @@ type Handler struct {
 	Grace time.Duration
 	// Stdout and Stderr receive the handler's; nil discards them.
 	Stdout, Stderr io.Writer
+	// ChangeEnv, if set, describes a batch of exactly one change (one
+	// new, updated or deleted) in more variables (key: etcdctl's).
+	ChangeEnv ChangeEnv
+}
+
+// A ChangeEnv describes the one change of a batch to its handler, in
+// variables of its own. It is called from the goroutine that runs the
+// handler.
+type ChangeEnv interface {
+	// Vars names the variables that Env sets. No run inherits them from
+	// nodewatch's environment: a batch of several changes has none.
+	Vars() []string
+	// Env returns NAME=VALUE for each variable, for the change on line,
+	// the batch's NDJSON line of it; nil if the line does not say.
+	Env(line []byte) []string
 }
 
 // Signal is the cause of a context that a signal ended (main sets it),
@@ -54,17 +71,27 @@ func (s Signal) Error() string { return s.Signal.String() + " signal received" }
 // signal that ended it (SIGTERM for anything else), then, Grace later,
 // SIGKILL, and Run returns ctx.Err() once it is gone.
 func (h *Handler) Run(ctx context.Context, input []byte, done flow.Event, attempt int) error {
-	return h.RunEnv(ctx, input, Env(done, attempt))
+	env := append(os.Environ(), Env(done, attempt)...)
+	if h.ChangeEnv != nil {
+		env = changeEnv(env, h.ChangeEnv, input, done)
+	}
+	return h.run(ctx, input, env)
 }
 
 // RunEnv is Run for a command that is not a batch's handler (--render's
 // --check and --reload): env, in place of a batch's, is added to the
 // inherited environment.
 func (h *Handler) RunEnv(ctx context.Context, input []byte, env []string) error {
+	return h.run(ctx, input, append(os.Environ(), env...))
+}
+
+// run runs the command with input on its stdin and env its whole
+// environment.
+func (h *Handler) run(ctx context.Context, input []byte, env []string) error {
 	cmd := shell(h.Command, h.Args)
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout, cmd.Stderr = h.Stdout, h.Stderr
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	ownGroup(cmd)
 	// A child that the handler left running may hold its stdout: the run
 	// ends with the handler, not with it.
@@ -128,6 +155,22 @@ func (h *Handler) end(p *os.Process, sig syscall.Signal, exited <-chan error) {
 	}
 	// What the handler started and left behind ends with it.
 	signalGroup(p, syscall.SIGKILL)
+}
+
+// changeEnv returns env without the variables of ce, and with them when
+// the batch that done ends, whose lines are input, holds one change (its
+// first line).
+func changeEnv(env []string, ce ChangeEnv, input []byte, done flow.Event) []string {
+	vars := ce.Vars()
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(vars, name)
+	})
+	if c := done.Counts; c.New+c.Updated+c.Deleted != 1 {
+		return env
+	}
+	line, _, _ := bytes.Cut(input, []byte("\n"))
+	return append(env, ce.Env(line)...)
 }
 
 // Env is the environment that describes a batch to its handler, beside
