@@ -20,11 +20,16 @@ func TestOwnerUnprivileged(t *testing.T) {
 		t.Skip("needs root, to run a child as another user")
 	}
 	const me, them = 12345, 54321
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	// The child, another user, must reach its binary and files: not
+	// under TMPDIR, which may be private (make test's in CI is 0700),
+	// but in a directory of /tmp, which anyone can enter.
+	base, err := os.MkdirTemp("/tmp", "nodewatch-owner-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	bin := filepath.Join(base, "render.test")
 	copyFile(t, bin, os.Args[0])
