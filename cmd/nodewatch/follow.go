@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/nodewatch/nodewatch/internal/console"
@@ -41,6 +42,15 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 	if r := o.Renderer; r != nil {
 		r.Stdout, r.Stderr, r.Logf = e.stdout, stderr, e.logf
 		o.Render, o.Hangup = r.Render, nil
+		if o.Once {
+			o.Render = func(ctx context.Context, view any, attempt int) error {
+				err := r.Render(ctx, view, attempt)
+				if err == nil && !r.InStep() {
+					err = watch.Final{Err: errors.New("--render --once: a file was left as it was (see above)")}
+				}
+				return err
+			}
+		}
 	}
 	st, err := o.OpenState() // --state
 	if err != nil {

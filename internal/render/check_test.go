@@ -40,6 +40,9 @@ func TestCheckRefuses(t *testing.T) {
 
 	for i := range 5 {
 		renderOK(t, r, "bad "+strings.Repeat("x", i))
+		if r.InStep() {
+			t.Errorf("InStep after a refusal")
+		}
 		clock.Add(time.Second)
 	}
 	if got := read(t, to); got != old {
@@ -67,6 +70,9 @@ func TestCheckRefuses(t *testing.T) {
 	}
 
 	renderOK(t, r, "good 1")
+	if !r.InStep() {
+		t.Errorf("not InStep after an approved content replaced the file")
+	}
 	if got := read(t, to); got != "good 1\n" {
 		t.Errorf("an approved content: the file holds %q", got)
 	}

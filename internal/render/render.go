@@ -87,6 +87,9 @@ type Renderer struct {
 	mu      sync.Mutex // serializes Render; guards what follows
 	cleaned bool       // the stale temporary files were removed
 	owed    []string   // files replaced since the last Reload that succeeded
+	// behind: the last Render left a file as it was that its program
+	// would change (the program failed, or Check refused)
+	behind bool
 	reports reporter
 	out     []byte // the content being rendered
 	onDisk  []byte // a file's content, read to compare
@@ -162,6 +165,7 @@ func (r *Renderer) Render(ctx context.Context, view any, attempt int) error {
 		r.cleaned = true
 	}
 	var errs []error
+	r.behind = false
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		replaced, err := r.render(ctx, t, view)
@@ -186,6 +190,15 @@ func (r *Renderer) Render(ctx context.Context, view any, attempt int) error {
 	return errors.Join(errs...)
 }
 
+// InStep reports whether the last Render left every file holding what
+// its program made of the view: no program failed and Check refused
+// nothing (--once ends with a failure otherwise).
+func (r *Renderer) InStep() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.behind
+}
+
 // render brings t's file in step with view, and reports whether it
 // replaced it.
 func (r *Renderer) render(ctx context.Context, t *Target, view any) (bool, error) {
@@ -202,6 +215,7 @@ func (r *Renderer) render(ctx context.Context, t *Target, view any) (bool, error
 			return false, fmt.Errorf("--to %s: %w", t.To, err)
 		}
 		r.reports.fail(failed, fmt.Sprintf("--to %s: %v; the file is left as it was", t.To, err))
+		r.behind = true
 		return false, nil
 	}
 	r.reports.ok(failed, fmt.Sprintf("--to %s: the program succeeds again", t.To))
@@ -239,6 +253,7 @@ func (r *Renderer) replace(ctx context.Context, t *Target, path string, old fs.F
 	if r.Check != "" {
 		if ok, err := r.check(ctx, t, temp); !ok {
 			os.Remove(temp)
+			r.behind = true
 			return false, err
 		}
 	}

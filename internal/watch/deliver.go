@@ -212,7 +212,7 @@ func (r *run) deliverRetrying(q *handoff.Queue) (int, error) {
 	bo := backoff.Backoff{Max: cmp.Or(r.o.ExecBackoffMax, DefaultExecBackoffMax)}
 	for attempt := 1; ; attempt++ {
 		n, err := r.deliver(attempt)
-		if err == nil || r.ctx.Err() != nil || errors.As(err, new(stateError)) {
+		if err == nil || r.ctx.Err() != nil || errors.As(err, new(stateError)) || errors.As(err, new(Final)) {
 			return n, err
 		}
 		batch := r.batchBase + r.res.Batches + 1
@@ -344,6 +344,13 @@ func (u *undelivered) failed(events []flow.Event) {
 		u.before[ev.ID] = d
 	}
 }
+
+// Final is an error of Exec or Render that a retry cannot mend: the run
+// ends with it at once (exit 1).
+type Final struct{ Err error }
+
+func (f Final) Error() string { return f.Err.Error() }
+func (f Final) Unwrap() error { return f.Err }
 
 // stateError is a --state file's failure while delivering: not the
 // handler's, so not retried.
