@@ -89,7 +89,7 @@ type Renderer struct {
 	owed    []string   // files replaced since the last Reload that succeeded
 	// behind: the last Render left a file as it was that its program
 	// would change (the program failed, or Check refused)
-	behind bool
+	behind  bool
 	reports reporter
 	out     []byte // the content being rendered
 	onDisk  []byte // a file's content, read to compare

@@ -43,8 +43,8 @@ type undelivered struct {
 	// rendered: Render was delivered a view (the first delivery renders
 	// whatever the view holds).
 	rendered bool
-	input  bytes.Buffer
-	enc    *stream.Encoder // into input
+	input    bytes.Buffer
+	enc      *stream.Encoder // into input
 }
 
 // delivered is the state of an id that a handler was last given.
