@@ -36,10 +36,10 @@ const hintSample = 100
 type Hinter interface {
 	// Hint looks around what the source follows, when the view is
 	// empty after the initial state and no filter turned anything
-	// down, and returns a hint for a person ("" for none): what exists
-	// nearby. It makes few, cheap requests, and returns when ctx ends.
-	// Errors are not the run's: Run drops them.
-	Hint(ctx context.Context) (string, error)
+	// down, and returns hints for a person, a line each (none: nothing
+	// to say): what exists nearby. It makes few, cheap requests, and
+	// returns when ctx ends. Errors are not the run's: Run drops them.
+	Hint(ctx context.Context) ([]string, error)
 }
 
 // hints is what a run gathers for its hint, until the first synced
@@ -76,16 +76,18 @@ func (r *run) hint(empty bool) {
 	if !empty || r.o.Logf == nil {
 		return
 	}
-	var msg string
+	var msgs []string
 	switch {
 	case r.o.Filter != nil && declined > 0:
-		msg = filterHint(r.o.Filter, sample, declined)
+		if msg := filterHint(r.o.Filter, sample, declined); msg != "" {
+			msgs = append(msgs, msg)
+		}
 	case r.o.Hinter != nil:
 		ctx, cancel := context.WithTimeout(r.ctx, hintTimeout)
 		defer cancel()
-		msg, _ = r.o.Hinter.Hint(ctx)
+		msgs, _ = r.o.Hinter.Hint(ctx)
 	}
-	if msg != "" {
+	for _, msg := range msgs {
 		r.o.Logf("hint: %s", msg)
 	}
 }
@@ -99,18 +101,16 @@ func filterHint(filter *jq.Program, objects []any, n int) string {
 		if !ok {
 			continue
 		}
-		what := "the 1 object"
-		if n != 1 {
-			what = fmt.Sprintf("the %d objects", n)
+		msg := fmt.Sprintf("%s matched none of the %d objects: none has %s", filter.Name(), n, pathString(path[:at+1]))
+		they := "they have"
+		if n == 1 {
+			msg = fmt.Sprintf("%s did not match the one object: it has no %s", filter.Name(), pathString(path[:at+1]))
+			they = "it has"
 		}
-		msg := fmt.Sprintf("%s matched none of %s: none has %s", filter.Name(), what, pathString(path[:at+1]))
 		if f := near.Field(path[at], names); f != "" {
 			return msg + fmt.Sprintf(" (did you mean %s?)", pathString(append(slices.Clone(path[:at]), f)))
 		}
-		if len(names) > 0 {
-			return msg + " (they have " + membersString(path[:at], names) + ")"
-		}
-		return msg
+		return msg + " (" + they + " " + membersString(path[:at], names) + ")"
 	}
 	return ""
 }

@@ -31,7 +31,7 @@ func TestFilterHint(t *testing.T) {
 		{"no object where the member would be: no hint", `.id.x`, nodes, ``},
 		{"no paths: no hint", `length > 100`, nodes, ``},
 		{"a name jq quotes", `."zone name" == "east"`, `[{"zone-name":"east"}]`,
-			`--filter matched none of the 1 object: none has ."zone name" (did you mean ."zone-name"?)`},
+			`--filter did not match the one object: it has no ."zone name" (did you mean ."zone-name"?)`},
 	} {
 		t.Run(c.title, func(t *testing.T) {
 			p, err := jq.Compile("--filter", c.filter, jq.Vars{})
