@@ -62,16 +62,14 @@ func Field(name string, names []string) string {
 
 // IDs returns at most n of ids closest to id, closest first: those
 // id is the start of (a shortened id), then those a few edits away
-// (about one in four bytes of id, the part that all ids share aside:
-// "metropolis-"), then those that share a longer start with id than
-// all ids do (a copied id with its end wrong). Ties go to byte order.
+// (about one in four bytes of id, the start that all ids share aside,
+// up to a separator: "metropolis-"), then those that share four bytes
+// more than that start with id (a copied id with its end wrong). Ties
+// go to byte order.
 // It returns none when no id is that close: a guess that has nothing
 // to do with id is noise.
 func IDs(id string, ids []string, n int) []string {
-	common := ""
-	if len(ids) > 1 {
-		common = commonPrefix(ids)
-	}
+	common := toSeparator(commonPrefix(ids))
 	own := id
 	if strings.HasPrefix(id, common) {
 		own = id[len(common):]
@@ -109,6 +107,18 @@ func IDs(id string, ids []string, n int) []string {
 		out = append(out, s.id)
 	}
 	return out
+}
+
+// toSeparator cuts s after its last byte that is neither a letter nor
+// a digit ("metropolis-" of "metropolis-1f2e"): where ids share a start
+// by chance, it is no likeness.
+func toSeparator(s string) string {
+	for i := len(s) - 1; i >= 0; i-- {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return s[:i+1]
+		}
+	}
+	return ""
 }
 
 // commonPrefix is the longest start that all of ss share ("" for none).

@@ -69,6 +69,10 @@ func TestIDs(t *testing.T) {
 		{title: "the prefix all share is no likeness", id: "metropolis-zzzzzzzzzzzz", ids: fleet, n: 3, want: nil},
 		{title: "nothing alike", id: "node-7", ids: fleet, n: 3, want: nil},
 		{title: "one node", id: "metropolis-a1b2c3d4e5f7", ids: fleet[3:], n: 3, want: []string{"metropolis-a1b2c3d4e5f6"}},
+		{title: "one node, alike only in the start ids share", id: "metropolis-zz", ids: []string{"metropolis-a1"}, n: 3, want: nil},
+		{title: "one node, one edit after the start ids share", id: "metropolis-a2", ids: []string{"metropolis-a1"}, n: 3, want: []string{"metropolis-a1"}},
+		{title: "a start shared by chance is no likeness", id: "metropolis-1f2e3d4cxxxx",
+			ids: fleet[:2], n: 3, want: []string{"metropolis-1f2e3d4c5b6a", "metropolis-1f2e3d4c9999"}},
 		{title: "short ids", id: "n2", ids: []string{"n1", "n3", "m9"}, n: 3, want: []string{"n1", "n3"}},
 		{title: "no nodes", id: "n1", n: 3, want: nil},
 	} {
