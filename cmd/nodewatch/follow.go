@@ -14,7 +14,9 @@ import (
 // follow runs the watch pipeline from the source that source builds to
 // stdout, and turns how it ended into the command's result (see
 // exit.go). source is given what the run offers it (the filter to ask
-// early, the progress meter's count), once the run is set up.
+// early, the progress meter's count), once the run is set up; it may set
+// o.Hinter to the source it built (watch.Hinter: what it says when the
+// view is empty after the initial state).
 func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow.Hooks) (watch.Source, watch.Lister)) error {
 	// A long listing shows its progress on a terminal stderr; every other
 	// write to it (log lines, and stdout when it is the same terminal)

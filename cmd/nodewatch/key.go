@@ -168,6 +168,7 @@ func runKey(ctx context.Context, e *env, o *keyOptions) error {
 				ConfirmEvery: o.Heartbeat / 2,
 			},
 		}
+		o.Hinter = src  // a key absent while keys live under it
 		return src, src // etcd lists a prefix page by page (--once)
 	})
 	if errors.Is(err, etcdkv.ErrStartRev) {

@@ -106,7 +106,7 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 
 func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 	return o.conn.Explain(follow(ctx, e, o.Options, func(h flow.Hooks) (watch.Source, watch.Lister) {
-		return &client.Client{
+		c := &client.Client{
 			Endpoints:   o.conn.Endpoints,
 			TLS:         o.conn.TLS,
 			NodeID:      o.nodeID,
@@ -118,7 +118,9 @@ func runNodes(ctx context.Context, e *env, o *nodesOptions) error {
 			HealthInterval: o.health,
 			Keepalive:      o.conn.Keepalive,
 			ConfirmEvery:   o.Heartbeat / 2,
-		}, nil // the Curator's backlog comes whole
+		}
+		o.Hinter = c  // node ID not there: the ids closest to it
+		return c, nil // the Curator's backlog comes whole
 	}))
 }
 

@@ -90,6 +90,8 @@ type Program struct {
 	rebasedOn string
 	values    []any
 	timeout   time.Duration
+	expr      string
+	paths     [][]string // Paths
 }
 
 // Compile parses and compiles expr with vars bound. name is what messages
@@ -109,7 +111,7 @@ func Compile(name, expr string, vars Vars) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Name: name, Expr: expr, Offset: -1, Err: err}
 	}
-	p := &Program{name: name, code: code, values: vars.values, timeout: DefaultEvalTimeout}
+	p := &Program{name: name, code: code, values: vars.values, timeout: DefaultEvalTimeout, expr: expr, paths: inputPaths(q, nil)}
 	if fast.On(fast.JQ) {
 		p.fast = compileFast(q)
 	}

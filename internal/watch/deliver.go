@@ -99,6 +99,9 @@ func (r *run) execLoop(q *handoff.Queue) (Result, error) {
 		if len(r.tripped) > 0 {
 			return r.failed()
 		}
+		if u.synced {
+			r.hint(r.fol.Set().Len() == 0)
+		}
 		if r.fol.Set().Len() > 0 {
 			r.everSeen = true
 		}

@@ -15,6 +15,9 @@ func (r *run) filterFunc() func(id string, obj any) (bool, error) {
 	}
 	return func(id string, obj any) (bool, error) {
 		ok, err := r.o.Filter.TruthyDoc(r.ctx, obj)
+		if !ok {
+			r.hints.decline(obj) // before the follower may free it
+		}
 		return ok, r.evalError(id, err)
 	}
 }

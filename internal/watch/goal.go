@@ -104,7 +104,7 @@ func (r *run) goalHeld(until, each bool) (bool, error) {
 // untilMet evaluates Until over the view.
 func (r *run) untilMet() (bool, error) {
 	ok, err := r.o.Until.Truthy(r.ctx, r.view())
-	return ok, r.evalError("", err)
+	return ok, r.evalError("", r.untilError(err))
 }
 
 // eachMet reports whether every object (at least one), or at least
@@ -170,7 +170,7 @@ func (r *run) report() *Report {
 		out, err := r.o.Until.Run(ctx, r.view())
 		switch {
 		case err != nil:
-			rep.UntilError = err.Error()
+			rep.UntilError = r.untilError(err).Error()
 		case len(out) == 0:
 			rep.UntilError = "no output"
 		default:

@@ -67,5 +67,9 @@ func (r *run) list(l Lister) (Result, error) {
 		r.enc.Flush()
 		return r.end(err)
 	}
-	return r.goalMet()
+	res, err := r.goalMet()
+	if err == nil {
+		r.hint(counts.New == 0) // once what was printed is out
+	}
+	return res, err
 }

@@ -135,6 +135,12 @@ type Options struct {
 	// was missed.
 	AlwaysReport bool
 
+	// Hinter, if set, is the run's source as it looks around what it
+	// follows, handed in by whoever built the source: the run asks it
+	// for a hint when the view is empty after the initial state (see
+	// hint.go). Its hint goes to Logf.
+	Hinter Hinter
+
 	// Lister, if set, is the run's source as it reads its state once
 	// (usually the Source itself), handed in by whoever built the source:
 	// --once without a goal that needs the view prints it page by page.

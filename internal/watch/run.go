@@ -228,6 +228,8 @@ type run struct {
 	heldSince time.Time
 	// With Exec: what the handler has not been given yet (deliver.go).
 	undelivered
+	// hints: what the hint after the first synced batch needs (hint.go).
+	hints hints
 }
 
 // abandon is the Result of a run whose reader of the batches is blocked
@@ -294,6 +296,9 @@ func (r *run) loop(q *handoff.Queue) (Result, error) {
 		}
 		if len(r.tripped) > 0 {
 			return r.failed()
+		}
+		if b.Synced {
+			r.hint(r.fol.Set().Len() == 0)
 		}
 		if r.o.Once && b.Synced {
 			return r.goalMet()
