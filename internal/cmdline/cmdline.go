@@ -85,7 +85,7 @@ func dashed(name string) string {
 // closest returns the flag nearest to name, "" when none is near. A
 // one-letter name is near only a flag that looks the same (-0 and -o, -O
 // and -o) or, failing that, the one long flag that starts with its
-// letter (-v: --version where there is no -v): any two letters are one
+// letter, in either case (-v, -V: --version where there is no -v): any two letters are one
 // edit apart, and -v is no typo of -h. A longer name is near the long
 // flags at most two edits away, or that it starts (Nearest).
 func closest(name string, flags map[string]Kind) string {
@@ -106,7 +106,7 @@ func closest(name string, flags map[string]Kind) string {
 		}
 		var starting []string
 		for _, f := range long {
-			if f[0] == name[0] {
+			if lower(f[0]) == lower(name[0]) {
 				starting = append(starting, f)
 			}
 		}
@@ -121,18 +121,20 @@ func closest(name string, flags map[string]Kind) string {
 	return ""
 }
 
+// lower is the letter c in lower case.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 // lookalike reports whether the flag letters a and b are easily typed or
 // read for each other: the same letter in another case, a digit and the
 // letter it looks like.
 func lookalike(a, b byte) bool {
 	if a == b {
 		return false
-	}
-	lower := func(c byte) byte {
-		if 'A' <= c && c <= 'Z' {
-			return c + 'a' - 'A'
-		}
-		return c
 	}
 	same := map[byte]byte{'0': 'o', '1': 'l', '5': 's', '8': 'b'}
 	a, b = lower(a), lower(b)
