@@ -13,6 +13,7 @@ import (
 	"github.com/nodewatch/nodewatch/completions"
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 	"github.com/nodewatch/nodewatch/internal/stream"
@@ -146,7 +147,7 @@ func complete(e *env, app *cli.App, words []string) int {
 		words, cur = words[:n-1], words[n-1]
 	}
 	values := map[string][]string{
-		"output": stream.Formats(), "value": etcdkv.ValueModes(), "mgmt": etcdkv.MgmtAreas(), "format": sim.Formats(),
+		"output": stream.Formats(), "color": console.Colors(), "value": etcdkv.ValueModes(), "mgmt": etcdkv.MgmtAreas(), "format": sim.Formats(),
 	}
 	for _, c := range cmdline.Complete(app, words, cur, values) {
 		fmt.Fprintln(e.stdout, c)

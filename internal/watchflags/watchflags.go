@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
@@ -47,6 +48,7 @@ func Flags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--each/--count was not met"},
 		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
+		&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour -o text's events: `WHEN` is auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
@@ -80,6 +82,10 @@ type Options struct {
 	// fields before the expressions' that Parse sets.
 	Follows []state.Field
 
+	// Color is --color: the command decides with it whether -o text is
+	// coloured, once it knows whether stdout is a terminal.
+	Color console.Color
+
 	reportFile string // --report
 	stateFile  string // --state
 }
@@ -101,6 +107,9 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 	var err error
 	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
 		return nil, cmdline.Usagef("--output: %v", err)
+	}
+	if o.Color, err = console.ParseColor(c.String("color")); err != nil {
+		return nil, cmdline.Usagef("--color: %v", err)
 	}
 	if o.Count < 0 {
 		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
