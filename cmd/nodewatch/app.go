@@ -13,6 +13,7 @@ import (
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
 	"github.com/nodewatch/nodewatch/internal/connflags"
+	"github.com/nodewatch/nodewatch/internal/console"
 )
 
 // env is what a run may touch of the outside world.
@@ -90,27 +91,32 @@ func newApp(e *env) *cli.App {
 	self := func() *cli.App { return newApp(e) } // for what is generated from the definition
 	commands := []*cli.Command{
 		nodesCommand(e), nodeCommand(e), keyCommand(e), serveCommand(e), simCommand(e),
-		completionCommand(e), versionCommand(e), helpCommand(), manCommand(e, self),
+		completionCommand(e), versionCommand(e), helpCommand(e), manCommand(e, self),
 	}
 	for _, c := range commands {
-		if codes := exitCodesHelp(c.Name); codes != "" {
-			c.CustomHelpTemplate = cli.CommandHelpTemplate + "\n" + codes
-		}
 		c.OnUsageError = onUsage
-		// urfave/cli's own help flag is one package-level value that every
-		// run writes to when it parses flags; runs in one process (the
-		// tests) would race on it. Each command gets a help flag of its own.
+		// nodewatch prints help itself (showHelp), at the width of the
+		// terminal: urfave/cli's own help flag and printer are
+		// package-level values that runs in one process (the tests) would
+		// share. Each command gets a help flag of its own.
 		c.HideHelp = true
-		c.Flags = append(c.Flags, helpFlag())
+		help := cmdline.NewHelpFlag()
+		c.Flags = append(c.Flags, help)
+		c.Before = func(c *cli.Context) error {
+			if help.Asked() {
+				return showHelp(e, c.App, c.Command)
+			}
+			return nil
+		}
 	}
+	help := cmdline.NewHelpFlag()
 	return &cli.App{
 		Name:                      "nodewatch",
 		HideHelp:                  true,
-		HideVersion:               true, // urfave/cli's is a package-level value: see helpFlag
-		Flags:                     []cli.Flag{helpFlag(), versionFlag()},
+		HideVersion:               true, // urfave/cli's is a package-level value: see above
+		Flags:                     []cli.Flag{help, versionFlag()},
 		Usage:                     "follow cluster state as newline-delimited JSON",
 		Description:               docs.Help("nodewatch") + "\n\n" + exitCodesBrief(),
-		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodesHelp("nodes"),
 		Writer:                    e.stdout,
 		ErrWriter:                 e.stderr,
 		Commands:                  commands,
@@ -121,6 +127,18 @@ func newApp(e *env) *cli.App {
 		CommandNotFound: func(c *cli.Context, name string) {
 			// urfave/cli offers no error return here; Action below reports it.
 		},
+		// Before the command named runs: nodewatch --help [COMMAND] is
+		// help, whatever follows.
+		Before: func(c *cli.Context) error {
+			if !help.Asked() {
+				return nil
+			}
+			cmd, err := helpTopic(c.App, c.Args().First(), "nodewatch --help")
+			if err != nil {
+				return err
+			}
+			return showHelp(e, c.App, cmd)
+		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
 				if c.Args().Present() {
@@ -129,16 +147,59 @@ func newApp(e *env) *cli.App {
 				return printVersion(e)
 			}
 			if c.Args().Present() {
-				return cmdline.Usagef("unknown command %q (try nodewatch --help)", c.Args().First())
+				return unknownCommand(c.App, c.Args().First(), "nodewatch --help")
 			}
 			return cmdline.Usagef("no command given (try nodewatch --help)")
 		},
 	}
 }
 
-// helpFlag is --help, -h: a flag value for one command of one run.
-func helpFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+// showHelp prints the --help of app's command cmd (of app itself when
+// cmd is nil or help), wrapped to the width of the terminal stdout is,
+// and ends the run (cmdline.ErrHelpShown).
+func showHelp(e *env, app *cli.App, cmd *cli.Command) error {
+	if cmd != nil && cmd.Name == "help" {
+		cmd = nil
+	}
+	codes := "nodes" // the app's help lists the watching commands' codes
+	if cmd != nil {
+		codes = cmd.Name
+	}
+	width := cmdline.HelpWidth(console.Width(e.stdout))
+	section := cmdline.HelpSection{Title: "EXIT CODES", Rows: exitCodesRows(codes)}
+	if err := cmdline.WriteHelp(e.stdout, width, app, cmd, section); err != nil {
+		return err
+	}
+	return cmdline.ErrHelpShown
+}
+
+// helpTopic returns the command of app whose help `help NAME` and
+// `--help NAME` ask for (nil for "": the app's), or a usage error for a
+// name that is no visible command; try is what to try instead.
+func helpTopic(app *cli.App, name, try string) (*cli.Command, error) {
+	if name == "" {
+		return nil, nil
+	}
+	cmd := app.Command(name)
+	if cmd == nil || cmd.Hidden {
+		return nil, unknownCommand(app, name, try)
+	}
+	return cmd, nil
+}
+
+// unknownCommand is the usage error for a command name that is not one
+// of app's, with the closest command if one is near, and what to try.
+func unknownCommand(app *cli.App, name, try string) error {
+	var names []string
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	if near := cmdline.Nearest(name, names); len(near) > 0 {
+		return cmdline.Usagef("unknown command %q (did you mean %s?)", name, strings.Join(near, " or "))
+	}
+	return cmdline.Usagef("unknown command %q (try %s)", name, try)
 }
 
 // versionFlag is nodewatch --version, which prints what `nodewatch

@@ -13,6 +13,7 @@ import (
 	"github.com/nodewatch/nodewatch/completions"
 	"github.com/nodewatch/nodewatch/docs"
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/etcdkv"
 	"github.com/nodewatch/nodewatch/internal/sim"
 	"github.com/nodewatch/nodewatch/internal/stream"
@@ -42,24 +43,24 @@ func printVersion(e *env) error {
 
 // helpCommand is `nodewatch help [COMMAND]`, as gh and kubectl have it: the
 // --help of nodewatch, or of the command named.
-func helpCommand() *cli.Command {
+func helpCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "help",
 		Usage:     "show nodewatch's help, or a command's",
 		ArgsUsage: "[COMMAND]",
 		Action: func(c *cli.Context) error {
-			switch c.NArg() {
-			case 0:
-				return cli.ShowAppHelp(c)
-			case 1:
-				name := c.Args().First()
-				if cmd := c.App.Command(name); cmd == nil || cmd.Hidden || cmd.Name == "help" {
-					return cmdline.Usagef("unknown command %q (try nodewatch help)", name)
-				}
-				return cli.ShowCommandHelp(c, name)
-			default:
+			if c.NArg() > 1 {
 				return cmdline.Usagef("help takes at most one command")
 			}
+			name := c.Args().First()
+			if name == "help" {
+				return unknownCommand(c.App, name, "nodewatch help")
+			}
+			cmd, err := helpTopic(c.App, name, "nodewatch help")
+			if err != nil {
+				return err
+			}
+			return showHelp(e, c.App, cmd)
 		},
 	}
 }
@@ -146,7 +147,7 @@ func complete(e *env, app *cli.App, words []string) int {
 		words, cur = words[:n-1], words[n-1]
 	}
 	values := map[string][]string{
-		"output": stream.Formats(), "value": etcdkv.ValueModes(), "mgmt": etcdkv.MgmtAreas(), "format": sim.Formats(),
+		"output": stream.Formats(), "color": console.Colors(), "value": etcdkv.ValueModes(), "mgmt": etcdkv.MgmtAreas(), "format": sim.Formats(),
 	}
 	for _, c := range cmdline.Complete(app, words, cur, values) {
 		fmt.Fprintln(e.stdout, c)

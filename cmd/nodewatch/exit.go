@@ -75,19 +75,16 @@ func (r exitRow) meaning(command string) string {
 	return ""
 }
 
-// exitCodesHelp returns the EXIT CODES section of command's --help; ""
-// when it has none.
-func exitCodesHelp(command string) string {
-	var b strings.Builder
+// exitCodesRows returns the EXIT CODES of command's --help: each code it
+// uses and what it means; none when it has no such section.
+func exitCodesRows(command string) [][2]string {
+	var rows [][2]string
 	for _, r := range exitTable() {
 		if m := r.meaning(command); m != "" {
-			fmt.Fprintf(&b, "   %-5d %s\n", r.code, m)
+			rows = append(rows, [2]string{strconv.Itoa(r.code), m})
 		}
 	}
-	if b.Len() == 0 {
-		return ""
-	}
-	return "EXIT CODES:\n" + b.String()
+	return rows
 }
 
 // exitCodesBrief is the exit codes in one paragraph, for the man page.
@@ -97,7 +94,8 @@ func exitCodesBrief() string {
 		parts = append(parts, strconv.Itoa(r.code)+" "+r.brief)
 	}
 	return wrap("Exit codes of the watching commands (nodes, node, key): "+strings.Join(parts, "; ")+
-		". serve and sim end with 130 when stopped by a signal. Each command's --help lists its own.", 89)
+		". sim ends with 130 when stopped by a signal; serve drains and ends with 0 (130 on a second signal). "+
+		"Each command's --help lists its own.", 89)
 }
 
 // exitStatus is the exit codes of every command, for the man page: each
@@ -176,7 +174,7 @@ func tripped(rep *watch.Report) string {
 func exitCode(err error) (code int, report bool) {
 	var own *cmdline.Error
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, cmdline.ErrHelpShown):
 		return exitOK, false
 	case errors.As(err, &own):
 		return own.Code, true

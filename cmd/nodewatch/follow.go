@@ -30,10 +30,10 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 		defer release()
 	}
 	var out io.Writer
-	out, e.stderr, o.Progress = console.Arrange(stdout, stderr)
+	out, e.stderr, o.Progress = console.Arrange(stdout, stderr, console.Dumb(e.getenv))
 	tty := console.IsTerminal(e.stdout)
 	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
-	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
+	o.Output.Color = o.Color.On(tty, e.getenv)
 	o.Logf, o.OneProc = e.logf, e.oneProc && !o.AllProcs
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
 	if o.Handler != nil {

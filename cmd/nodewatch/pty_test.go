@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 
@@ -108,5 +109,38 @@ func TestE2ETerminal(t *testing.T) {
 	}
 	if !strings.Contains(out, `           .status.external_address: "10.0.0.0" → "10.9.9.9"`) {
 		t.Errorf("through pipes: no change line in %q", out)
+	}
+}
+
+// TestE2ETerminalDumb: on a terminal that says it is dumb (TERM=dumb, as
+// Emacs' shell), `nodes -o text` colours nothing and draws no progress
+// line; --color always still colours.
+func TestE2ETerminalDumb(t *testing.T) {
+	t.Parallel()
+	addr := startSlowCurator(t, 15, 100*time.Millisecond)
+	args := []string{"nodes", "--curator", addr, "-o", "text", "--once"}
+	cmd := command(t, args...)
+	cmd.Env = append(cmd.Env, "TERM=dumb")
+	if got := onTerminal(t, cmd); strings.Contains(got, "\x1b") || strings.Contains(got, "listing") || !strings.Contains(got, "new      metropolis-") {
+		t.Errorf("TERM=dumb: want the nodes without escape codes or progress, got %q", got)
+	}
+	cmd = command(t, append(args, "--color", "always")...)
+	cmd.Env = append(cmd.Env, "TERM=dumb")
+	if got := onTerminal(t, cmd); !strings.Contains(got, "\x1b[32mnew     \x1b[0m metropolis-") {
+		t.Errorf("TERM=dumb --color always: want colour, got %q", got)
+	}
+}
+
+// TestE2ETerminalHelp: on a terminal, help is wrapped to its width (100
+// columns here), not to 80.
+func TestE2ETerminalHelp(t *testing.T) {
+	t.Parallel()
+	got := onTerminal(t, command(t, "nodes", "--help"))
+	widest := 0
+	for _, l := range strings.Split(got, "\n") {
+		widest = max(widest, utf8.RuneCountInString(strings.TrimRight(l, "\r")))
+	}
+	if widest <= 80 || widest > 100 {
+		t.Errorf("nodes --help on a terminal of 100 columns: widest line %d columns, want 81 to 100:\n%s", widest, got)
 	}
 }

@@ -15,7 +15,7 @@ func Kinds(flags []cli.Flag) map[string]Kind {
 	for _, f := range flags {
 		k := String
 		switch f.(type) {
-		case *cli.BoolFlag:
+		case *cli.BoolFlag, *HelpFlag:
 			k = Bool
 		case *cli.DurationFlag:
 			k = Duration

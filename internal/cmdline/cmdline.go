@@ -6,6 +6,7 @@ package cmdline
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -81,17 +82,82 @@ func dashed(name string) string {
 	return "--" + name
 }
 
-// closest returns the flag whose name is nearest to name (at most two
-// edits, or a name it starts), "" when none is near.
+// closest returns the flag nearest to name, "" when none is near. A
+// one-letter name is near only a flag that looks the same (-0 and -o, -O
+// and -o) or, failing that, the one long flag that starts with its
+// letter, in either case (-v, -V: --version where there is no -v): any two letters are one
+// edit apart, and -v is no typo of -h. A longer name is near the long
+// flags at most two edits away, or that it starts (Nearest).
 func closest(name string, flags map[string]Kind) string {
-	best, bestD := "", 3
+	var short, long []string
 	for f := range flags {
-		d := distance(name, f)
-		if len(f) > 1 && len(name) >= 3 && strings.HasPrefix(f, name) {
+		if len(f) == 1 {
+			short = append(short, f)
+		} else {
+			long = append(long, f)
+		}
+	}
+	slices.Sort(long)
+	if len(name) == 1 {
+		for _, f := range short {
+			if lookalike(name[0], f[0]) {
+				return f
+			}
+		}
+		var starting []string
+		for _, f := range long {
+			if lower(f[0]) == lower(name[0]) {
+				starting = append(starting, f)
+			}
+		}
+		if len(starting) == 1 {
+			return starting[0]
+		}
+		return ""
+	}
+	if near := Nearest(name, long); len(near) > 0 {
+		return near[0]
+	}
+	return ""
+}
+
+// lower is the letter c in lower case.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// lookalike reports whether the flag letters a and b are easily typed or
+// read for each other: the same letter in another case, a digit and the
+// letter it looks like.
+func lookalike(a, b byte) bool {
+	if a == b {
+		return false
+	}
+	same := map[byte]byte{'0': 'o', '1': 'l', '5': 's', '8': 'b'}
+	a, b = lower(a), lower(b)
+	return a == b || same[a] == b || same[b] == a
+}
+
+// Nearest returns the names (of commands, of flags without dashes) nearest
+// to name, in their order: at most two edits away, or one edit for names
+// that name starts (with three letters at least: "nod" for "nodes"); nil
+// when none is near.
+func Nearest(name string, names []string) []string {
+	var best []string
+	bestD := 3
+	for _, n := range names {
+		d := distance(name, n)
+		if len(n) > 1 && len(name) >= 3 && strings.HasPrefix(n, name) {
 			d = min(d, 1)
 		}
-		if d < bestD || d == bestD && f < best {
-			best, bestD = f, d
+		switch {
+		case d < bestD:
+			best, bestD = []string{n}, d
+		case d == bestD && best != nil:
+			best = append(best, n)
 		}
 	}
 	return best

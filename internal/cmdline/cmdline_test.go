@@ -24,6 +24,27 @@ func TestExplain(t *testing.T) {
 			t.Errorf("Explain(%q)\n got %q\nwant %q", c.in, got, c.want)
 		}
 	}
+	// One-letter flags: any two letters are one edit apart, so only a
+	// lookalike or the one long flag of that letter is near.
+	top := map[string]Kind{"help": Bool, "h": Bool, "version": Bool}
+	watching := map[string]Kind{"help": Bool, "h": Bool, "verbose": Bool, "v": Bool, "output": String, "o": String, "once": Bool}
+	for _, c := range []struct {
+		in    string
+		flags map[string]Kind
+		want  string
+	}{
+		{"flag provided but not defined: -v", top, "flag provided but not defined: -v (did you mean --version?)"},
+		{"flag provided but not defined: -V", top, "flag provided but not defined: -V (did you mean --version?)"},
+		{"flag provided but not defined: -0", watching, "flag provided but not defined: -0 (did you mean -o?)"},
+		{"flag provided but not defined: -O", watching, "flag provided but not defined: -O (did you mean -o?)"},
+		{"flag provided but not defined: -x", watching, "flag provided but not defined: -x"},
+		{"flag provided but not defined: -w", top, "flag provided but not defined: -w"},
+		{"flag provided but not defined: -verbos", watching, "flag provided but not defined: --verbos (did you mean --verbose?)"},
+	} {
+		if got := Explain(errors.New(c.in), c.flags).Error(); got != c.want {
+			t.Errorf("Explain(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
 }
 
 func TestDistance(t *testing.T) {
@@ -57,6 +78,21 @@ func TestNormalize(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("Normalize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	commands := []string{"nodes", "node", "key", "serve", "sim", "completion", "version", "help"}
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"nod", []string{"nodes", "node"}}, {"keys", []string{"key"}}, {"sevre", []string{"serve"}},
+		{"ndoes", []string{"nodes"}}, {"watch", nil}, {"x", nil},
+	} {
+		if got := Nearest(c.in, commands); !slices.Equal(got, c.want) {
+			t.Errorf("Nearest(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

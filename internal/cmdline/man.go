@@ -59,7 +59,7 @@ func Man(app *cli.App, sections ...ManSection) string {
 		if flags := visibleFlags(c.Flags); len(flags) > 0 {
 			b.WriteString(".PP\nOptions:\n")
 			for _, f := range flags {
-				flag(&b, f)
+				manFlag(&b, f)
 			}
 		}
 	}
@@ -85,32 +85,18 @@ func visibleFlags(flags []cli.Flag) []cli.DocGenerationFlag {
 	return out
 }
 
-// flag writes f as a tagged paragraph: its names as typed, with the
-// placeholder of its value, then its usage, default and variable.
-func flag(b *strings.Builder, f cli.DocGenerationFlag) {
-	usage := f.GetUsage()
-	_, placeholder, _ := strings.Cut(usage, "`")
-	placeholder, _, _ = strings.Cut(placeholder, "`")
-	usage = strings.ReplaceAll(usage, "`", "")
-	if f.TakesValue() && placeholder == "" {
-		placeholder = "VALUE"
-	}
+// manFlag writes f as a tagged paragraph: its names as typed, with the
+// placeholder of its value, then what it does (as --help says it).
+func manFlag(b *strings.Builder, f cli.DocGenerationFlag) {
 	var names []string
 	for _, n := range f.Names() {
 		names = append(names, "\\fB"+roff(dashed(n))+"\\fR")
 	}
 	b.WriteString(".TP\n" + strings.Join(names, ", "))
 	if f.TakesValue() {
-		b.WriteString(" \\fI" + roff(placeholder) + "\\fR")
+		b.WriteString(" \\fI" + roff(placeholder(f)) + "\\fR")
 	}
-	b.WriteString("\n" + roff(usage))
-	if d := f.GetDefaultText(); f.TakesValue() && d != "" && d != `""` && d != "0" && d != "0s" {
-		b.WriteString(" (default: " + roff(strings.Trim(d, `"`)) + ")")
-	}
-	if env := f.GetEnvVars(); len(env) > 0 {
-		b.WriteString(" [$" + strings.Join(env, ", $") + "]")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n" + roff(flagText(f)) + "\n")
 }
 
 // text writes plain text as roff (see Man); tagged: unindented lines
@@ -141,9 +127,10 @@ func text(b *strings.Builder, s string, tagged bool) {
 }
 
 // roff escapes text for roff: backslashes, hyphen-minus (so that flags
-// copy as typed), the ellipsis (not ASCII), and a leading dot or quote.
+// copy as typed), the ellipsis (not ASCII), the backquote (a grave accent,
+// not an opening quote), and a leading dot or quote.
 func roff(s string) string {
-	s = strings.NewReplacer(`\`, `\e`, "-", `\-`, "…", `\[u2026]`).Replace(s)
+	s = strings.NewReplacer(`\`, `\e`, "-", `\-`, "…", `\[u2026]`, "`", `\(ga`).Replace(s)
 	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
 		s = `\&` + s
 	}

@@ -43,9 +43,10 @@ func Width(w io.Writer) int {
 // progress meter shows there how a long listing advances, and every other
 // write to it (log lines, and stdout when it is the same terminal) erases
 // the meter's line first. It returns the writers to use instead of stdout
-// and stderr, and the meter (nil when stderr is not a terminal).
-func Arrange(stdout, stderr io.Writer) (out, errw io.Writer, meter *progress.Meter) {
-	if !IsTerminal(stderr) {
+// and stderr, and the meter (nil when stderr is not a terminal, or a dumb
+// one, which cannot erase a line).
+func Arrange(stdout, stderr io.Writer, dumb bool) (out, errw io.Writer, meter *progress.Meter) {
+	if dumb || !IsTerminal(stderr) {
 		return stdout, stderr, nil
 	}
 	meter = progress.New(stderr, 0)

@@ -40,14 +40,14 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-connections", Value: server.DefaultMaxConns, Usage: "keep at most `N` client connections open; close new ones past it"},
 		&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, Usage: "close a connection that has had no stream open for `D`"},
 		&cli.BoolFlag{Name: "reflection", Value: true, Usage: "serve gRPC server reflection (--reflection=false: off)"},
-		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics (default: off)"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://`HOST:PORT`/metrics", DefaultText: "off"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log as `FORMAT`: text (key=value) or json (one object per line)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL` and above: debug (every event sent, every connection closed), info (streams), warn, error"},
 		&cli.DurationFlag{Name: "drain-timeout", Value: server.DefaultDrainTimeout, Usage: "on SIGTERM or SIGINT, give open streams `D` to end before closing them"},
-		&cli.BoolFlag{Name: "dev", Usage: "run an embedded etcd with a simulated fleet"},
+		&cli.BoolFlag{Name: "dev", Usage: "run etcd (nodewatch-etcd, a child process) with a simulated fleet on it"},
 		&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
 		&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
-		&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR` (default: a temporary directory)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR`", DefaultText: "a temporary directory"},
 	)
 }
 

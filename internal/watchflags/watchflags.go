@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
+	"github.com/nodewatch/nodewatch/internal/console"
 	"github.com/nodewatch/nodewatch/internal/flow"
 	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
@@ -39,14 +40,15 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "fail-if", Usage: "jq `EXPR` over each object: exit 4 as soon as any object satisfies it, naming it (a failure condition)"},
 		&cli.DurationFlag{Name: "stable", Usage: "with --until or --each: the goal must hold for `D` without a break before exit 0; a change that breaks it starts the clock again", DefaultText: "none"},
 		&cli.StringFlag{Name: "report", Usage: "when the run ends without its goal, also write the report as JSON to `FILE`", TakesFile: true},
-		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression (`NAME VALUE`)"},
-		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression (`NAME JSON`)"},
+		&cli.StringSliceFlag{Name: "arg", Usage: "bind $NAME to the string VALUE in every expression, as jq's --arg `NAME VALUE`"},
+		&cli.StringSliceFlag{Name: "argjson", Usage: "bind $NAME to the JSON text in every expression, as jq's --argjson `NAME JSON`"},
 		&cli.BoolFlag{Name: "strict", Usage: "a jq evaluation error ends the run (exit 1) instead of a warning"},
 		&cli.BoolFlag{Name: "once", Usage: "print the initial state, then exit 0"},
 		&cli.IntFlag{Name: "count", Usage: "exit 0 after `N` new/updated/deleted events"},
 		&cli.DurationFlag{Name: "timeout", Usage: "end the run after `D`; exit 124 if --once/--until/--each/--count was not met"},
 		&cli.BoolFlag{Name: "changes-only", Usage: "build the initial state silently; print only later changes"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "json", Usage: "`FORMAT`: json (NDJSON), pretty (indented JSON) or text (one human line per event)"},
+		&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour -o text's events: `WHEN` is auto (on a terminal, unless NO_COLOR is set or TERM=dumb), always or never"},
 		&cli.BoolFlag{Name: "timestamps", Usage: "add \"ts\" (RFC 3339, UTC) to every line"},
 		&cli.DurationFlag{Name: "dial-timeout", Value: 5 * time.Second, Usage: "exit 3 when no connection is made within `D`"},
 		&cli.StringFlag{Name: "exec", Usage: "instead of printing, run `CMD` (/bin/sh -c CMD) once per batch: the batch's NDJSON lines on its stdin, NODEWATCH_* describing it; one run at a time, later batches merge meanwhile"},
@@ -80,6 +82,10 @@ type Options struct {
 	// fields before the expressions' that Parse sets.
 	Follows []state.Field
 
+	// Color is --color: the command decides with it whether -o text is
+	// coloured, once it knows whether stdout is a terminal.
+	Color console.Color
+
 	reportFile string // --report
 	asked      string // the goal as the flags gave it, for --report
 	stateFile  string // --state
@@ -102,6 +108,9 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 	var err error
 	if o.Output.Format, err = stream.ParseFormat(c.String("output")); err != nil {
 		return nil, cmdline.Usagef("--output: %v", err)
+	}
+	if o.Color, err = console.ParseColor(c.String("color")); err != nil {
+		return nil, cmdline.Usagef("--color: %v", err)
 	}
 	if o.Count < 0 {
 		return nil, cmdline.Usagef("--count: must not be negative, got %d", o.Count)
