@@ -29,7 +29,9 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 	var out io.Writer
 	out, e.stderr, o.Progress = console.Arrange(stdout, stderr)
 	tty := console.IsTerminal(e.stdout)
-	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
+	o.Output.FlushEachLine = tty
+	o.Output.Width, o.Output.Height = console.Size(e.stdout)
+	o.Output.Screen = tty // -o table: drawn in place
 	o.Output.Color = tty && e.getenv("NO_COLOR") == ""
 	o.Logf, o.OneProc = e.logf, e.oneProc && !o.AllProcs
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }
