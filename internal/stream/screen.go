@@ -156,7 +156,7 @@ func (s *screen) draw() {
 // status writes the status line: how many objects, how many of them
 // there was no room for, the revision, how long since the last change.
 func (s *screen) status(b *bytes.Buffer, objects, hidden int, now time.Time, width int) {
-	parts := []string{plural(objects, "object")}
+	parts := []string{fmt.Sprintf("%d %s", objects, plural(objects, "object"))}
 	if hidden > 0 {
 		parts[0] += fmt.Sprintf(" (%d not shown)", hidden)
 	}
