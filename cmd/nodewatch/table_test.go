@@ -15,7 +15,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodewatch/nodewatch/internal/jq"
+	"github.com/nodewatch/nodewatch/internal/jsondoc"
 	"github.com/nodewatch/nodewatch/internal/testkit/etcdtest"
+	"github.com/nodewatch/nodewatch/internal/watchflags"
 )
 
 // TestTableScreen: -o table on a terminal (tmux, the built binary, real
@@ -143,4 +148,32 @@ func startTerminal(t *testing.T, width, height int) *tmuxShell {
 	s.keys("PS1='$ '", "Enter")
 	s.clear()
 	return s
+}
+
+// TestTableDefaultColumns: the commands' default columns compile, with and
+// without --health, and show what -o text's summary shows of a node.
+func TestTableDefaultColumns(t *testing.T) {
+	node := jsondoc.New([]byte(`{"id":"n1","state":"NODE_STATE_UP","health":"HEALTH_HEALTHY","status":{"external_address":"10.0.0.1"},` +
+		`"roles":{"kubernetes_worker":{},"consensus_member":{}},"labels":{"pairs":[{"key":"zone","value":"east"}]}}`))
+	for spec, want := range map[string][]string{
+		nodeColumns(false): {"n1", "UP", "10.0.0.1", "consensus_member,kubernetes_worker", "zone=east", ""},
+		nodeColumns(true):  {"n1", "UP", "HEALTHY", "10.0.0.1", "consensus_member,kubernetes_worker", "zone=east", ""},
+		keyColumns:         {"<none>", "<none>", "<none>"},
+	} {
+		cols, err := watchflags.Columns("default", spec, jq.Vars{})
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		var got []string
+		for _, c := range cols {
+			if c.Age {
+				got = append(got, "")
+				continue
+			}
+			got = append(got, c.Value(node))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", spec, diff)
+		}
+	}
 }
