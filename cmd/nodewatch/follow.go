@@ -32,7 +32,9 @@ func follow(ctx context.Context, e *env, o *watchflags.Options, source func(flow
 	var out io.Writer
 	out, e.stderr, o.Progress = console.Arrange(stdout, stderr, console.Dumb(e.getenv))
 	tty := console.IsTerminal(e.stdout)
-	o.Output.FlushEachLine, o.Output.Width = tty, console.Width(e.stdout)
+	o.Output.FlushEachLine = tty
+	o.Output.Width, o.Output.Height = console.Size(e.stdout)
+	o.Output.Screen = tty // -o table: drawn in place
 	o.Output.Color = o.Color.On(tty, e.getenv)
 	o.Logf, o.OneProc = e.logf, e.oneProc && !o.AllProcs
 	o.Hangup = func(ctx context.Context) bool { return console.WaitHangup(ctx, e.stdout) }

@@ -117,8 +117,16 @@ func parseKeyOptions(c *cli.Context, e *env) (*keyOptions, error) {
 	}
 	o.Output.ChangeRoot = jsondoc.Path{"value"} // the revisions change with every update
 	o.Output.Summary = o.rules.Summary
+	if err := o.ParseColumns(c, keyColumns); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
+
+// keyColumns are the columns of -o table for keys, as --columns would
+// give them: the key, its value (a string as it is, else compact JSON)
+// and the revision that last changed it.
+const keyColumns = `key=.key, value=.value, rev=.mod_revision`
 
 // follows are the fields of what a --state file of key follows (the
 // command's; Parse adds the expressions'). The keys are those followed

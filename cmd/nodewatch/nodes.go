@@ -101,6 +101,9 @@ func parseNodesOptions(c *cli.Context, e *env, nodeID string) (*nodesOptions, er
 	o.Target = "curator at " + strings.Join(o.conn.Endpoints, ",")
 	o.What = "node " + nodeID
 	o.Output.Summary = curator.Summary
+	if err := o.ParseColumns(c, nodeColumns(c.Bool("health"))); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -130,4 +133,15 @@ func healthFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "health", Usage: "add each node's health and time_since_heartbeat from Management.GetNodes, polled every --health-interval"},
 		&cli.DurationFlag{Name: "health-interval", Value: 5 * time.Second, Usage: "with --health: poll GetNodes every `D`"},
 	}
+}
+
+// nodeColumns are the columns of -o table for nodes, as --columns would
+// give them: what -o text's summary shows, the labels, and the age.
+func nodeColumns(health bool) string {
+	cols := []string{`id=.id`, `state=.state // "" | ltrimstr("NODE_STATE_")`}
+	if health {
+		cols = append(cols, `health=.health // "" | ltrimstr("HEALTH_")`)
+	}
+	return strings.Join(append(cols, `address=.status.external_address`, `roles=.roles // {} | keys | join(",")`,
+		`labels=[.labels.pairs[]? | "\(.key)=\(.value)"] | join(",")`, `age`), ", ")
 }

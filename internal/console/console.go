@@ -28,15 +28,22 @@ func IsTerminal(w any) bool {
 // Width returns the width of the terminal w is, or 0 when w is not a
 // terminal.
 func Width(w io.Writer) int {
+	width, _ := Size(w)
+	return width
+}
+
+// Size returns the width and height of the terminal w is, or 0, 0 when w
+// is not a terminal.
+func Size(w io.Writer) (width, height int) {
 	f, ok := w.(*os.File)
 	if !ok {
-		return 0
+		return 0, 0
 	}
-	width, _, err := term.GetSize(int(f.Fd()))
+	width, height, err := term.GetSize(int(f.Fd()))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	return width
+	return width, height
 }
 
 // Arrange arranges a run's output for a terminal: when stderr is one, a

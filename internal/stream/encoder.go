@@ -29,15 +29,18 @@ const (
 	Pretty
 	// Text is one human line per event: time, type, id and a summary.
 	Text
+	// Table is a row per object, in Columns: drawn in place on a
+	// terminal (Screen), one row per change appended elsewhere.
+	Table
 )
 
 // formatNames are the names of the formats, as -o takes them.
-var formatNames = enum.Names[Format]{"json", "pretty", "text"}
+var formatNames = enum.Names[Format]{"json", "pretty", "text", "table"}
 
 // Formats returns the names of the formats, as -o takes them.
 func Formats() []string { return formatNames.All() }
 
-// ParseFormat parses the value of -o: json (or ""), pretty or text.
+// ParseFormat parses the value of -o: json (or ""), pretty, text or table.
 func ParseFormat(s string) (Format, error) { return formatNames.Parse("output format", s, true) }
 
 // Options configure an Encoder.
@@ -63,8 +66,19 @@ type Options struct {
 	// shows, one line each, with paths relative to it (for a key: its
 	// value). Nil shows every change.
 	ChangeRoot jsondoc.Path
-	// Width is how wide a Text change line may be; 0 means 100.
+	// Width is how wide a Text change line may be; 0 means 100. A Table
+	// on a Screen fits it (0 means 80); elsewhere a Table's rows stay
+	// whole.
 	Width int
+	// Columns are the columns of a Table.
+	Columns []Column
+	// Screen draws a Table in place, on the alternate screen of the
+	// terminal that the Encoder writes to, Height lines high (0: as many
+	// as it has rows), until Close; its writes are then its own, from a
+	// goroutine of its own as well, and what Flush and Buffered see is
+	// empty.
+	Screen bool
+	Height int
 }
 
 // Encoder writes events to an io.Writer. It is not safe for concurrent
@@ -84,6 +98,10 @@ type Encoder struct {
 	// written came after a gap (TextGap) and so has its batch line.
 	lastText     time.Time
 	inBatch, gap bool
+
+	// -o table: its rows appended to buf (tab), or its screen (scr).
+	tab *table
+	scr *screen
 }
 
 // TextGap is how long -o text must have been quiet before a batch for
@@ -103,6 +121,12 @@ func NewEncoder(w io.Writer, opts Options) *Encoder {
 	}
 	e := &Encoder{w: w, opts: opts}
 	e.buf.Grow(bufSize)
+	switch {
+	case opts.Format == Table && opts.Screen:
+		e.scr = newScreen(w, opts)
+	case opts.Format == Table:
+		e.tab = newTable(opts.Columns, opts.Now)
+	}
 	return e
 }
 
@@ -111,6 +135,15 @@ func NewEncoder(w io.Writer, opts Options) *Encoder {
 func (e *Encoder) Encode(ev flow.Event) error {
 	if e.err != nil {
 		return e.err
+	}
+	switch {
+	case e.scr != nil:
+		return e.scr.encode(ev)
+	case e.tab != nil:
+		if e.tab.appended(&e.buf, ev) {
+			return e.ended()
+		}
+		return nil
 	}
 	b := &e.buf
 	start := b.Len()
@@ -217,14 +250,24 @@ func (e *Encoder) ended() error {
 }
 
 // Truncate drops the lines not written out yet but their first n bytes,
-// for a run that ends with a batch it did not finish.
-func (e *Encoder) Truncate(n int) { e.buf.Truncate(n) }
+// for a run that ends with a batch it did not finish (-o table: and the
+// rows of that batch).
+func (e *Encoder) Truncate(n int) {
+	e.buf.Truncate(n)
+	if e.tab != nil {
+		e.tab.pending = e.tab.pending[:0]
+	}
+}
 
 // Buffered returns how many bytes of lines are not written out yet.
 func (e *Encoder) Buffered() int { return e.buf.Len() }
 
-// Flush writes out buffered lines.
+// Flush writes out buffered lines (-o table: the rows of the batch so
+// far too).
 func (e *Encoder) Flush() error {
+	if e.tab != nil && e.err == nil && len(e.tab.pending) > 0 {
+		e.tab.flush(&e.buf)
+	}
 	if e.err != nil || e.buf.Len() == 0 {
 		return e.err
 	}
@@ -232,6 +275,18 @@ func (e *Encoder) Flush() error {
 		e.err = err
 	}
 	e.buf.Reset()
+	return e.err
+}
+
+// Close ends the output: a Table on a Screen stops drawing and gives the
+// terminal back as it was (with final, the run met its goal, printing
+// the table there once as it last was); other output has nothing to end.
+// The caller calls it once, after the last Encode and Flush, from the
+// goroutine that called them. It returns the first write error.
+func (e *Encoder) Close(final bool) error {
+	if e.scr != nil {
+		return e.scr.close(final)
+	}
 	return e.err
 }
 

@@ -149,6 +149,10 @@ func Run(ctx context.Context, src Source, w io.Writer, o Options) (Result, error
 		default:
 			e.res, e.err = r.loop(q)
 		}
+		// A screen the output drew on is given back (a goal met leaves
+		// its last state there), before Run returns and its caller
+		// writes a report or an error.
+		r.enc.Close(e.res.Stop == GoalMet)
 		done <- e
 	}()
 	select {
