@@ -26,9 +26,10 @@ for ((i = 0; ; i++)); do
 done
 
 echo "demo: a simulated fleet of 5 nodes on $addr; following it for ${secs}s (Ctrl-C to stop):" >&2
-echo "demo: nodewatch nodes --curator $addr -o text" >&2
+echo "demo: nodewatch nodes --curator $addr -o text --equals 'del(.status.timestamp)'" >&2
+echo "demo: (--equals leaves out heartbeats, updates of .status.timestamp alone)" >&2
 set +e
-"$bin" nodes --curator "$addr" -o text --timeout "${secs}s"
+"$bin" nodes --curator "$addr" -o text --equals 'del(.status.timestamp)' --timeout "${secs}s"
 code=$?
 set -e
 # 0: the timeout passed as asked; 130: Ctrl-C. Both end the demo cleanly.

@@ -29,6 +29,9 @@ type Config struct {
 	Seed  int64
 	// Prefix is where node records live.
 	Prefix string
+	// Churn: nodes join, are decommissioned and leave (--dev-churn);
+	// otherwise the fleet stays at Nodes, all UP (sim.Config.Steady).
+	Churn bool
 	// Logf reports a simulator that stopped. Nil discards.
 	Logf func(format string, args ...any)
 }
@@ -68,7 +71,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		f.Close()
 		return nil, err
 	}
-	s := sim.New(sim.Config{Nodes: cfg.Nodes, Seed: cfg.Seed, Prefix: cfg.Prefix})
+	s := sim.New(sim.Config{Nodes: cfg.Nodes, Seed: cfg.Seed, Prefix: cfg.Prefix, Steady: !cfg.Churn})
 	if err := s.Populate(ctx, f.client); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write the simulated fleet: %w", err)

@@ -47,6 +47,7 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: "dev", Usage: "run etcd (nodewatch-etcd, a child process) with a simulated fleet on it"},
 		&cli.IntFlag{Name: "dev-nodes", Value: 5, Usage: "with --dev: simulate `N` nodes"},
 		&cli.Float64Flag{Name: "dev-rate", Value: 2, Usage: "with --dev: `R` simulated changes per second"},
+		&cli.BoolFlag{Name: "dev-churn", Usage: "with --dev: nodes also join, are decommissioned and leave (otherwise the fleet stays at --dev-nodes, all UP)"},
 		&cli.StringFlag{Name: "data-dir", Usage: "with --dev: keep etcd's data in `DIR`", DefaultText: "a temporary directory"},
 	)
 }
@@ -67,7 +68,7 @@ func Parse(c *cli.Context, e connflags.Env) (*Options, error) {
 	o := &Options{LogFormat: c.String("log-format")}
 	o.Listen, o.Prefix, o.NodeID = c.String("listen"), c.String("prefix"), c.String("node-id")
 	o.MetricsAddr, o.DrainTimeout = c.String("metrics-addr"), c.Duration("drain-timeout")
-	dev := &devfleet.Config{Dir: c.String("data-dir"), Nodes: c.Int("dev-nodes"), Rate: c.Float64("dev-rate"), Prefix: o.Prefix}
+	dev := &devfleet.Config{Dir: c.String("data-dir"), Nodes: c.Int("dev-nodes"), Rate: c.Float64("dev-rate"), Prefix: o.Prefix, Churn: c.Bool("dev-churn")}
 	dialTimeout, maxStreams, perConn := c.Duration("dial-timeout"), c.Int("max-streams"), c.Int("max-streams-per-conn")
 	o.MaxConns, o.NoReflection = c.Int("max-connections"), !c.Bool("reflection")
 	idle := c.Duration("idle-timeout")

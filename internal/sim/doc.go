@@ -46,6 +46,9 @@
 //     awaiting deletion). The slack is Nodes/10, at least 1. Control-plane
 //     nodes are never decommissioned, as a real cluster guards its quorum.
 //
+// With Config.Steady, the lifecycle changes are left out (their 25% are
+// status changes): the fleet stays at Nodes, all UP.
+//
 // So the number of live (not decommissioned) nodes stays between Nodes minus
 // the slack and Nodes, and the number of records at most Nodes plus the
 // slack. A node joins with its labels only; it gains roles, status and

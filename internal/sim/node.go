@@ -137,6 +137,9 @@ func (s *Sim) plan(step int64) change {
 	case p < 75 && up > 0:
 		return s.planLabels()
 	}
+	if s.cfg.Steady && up > 0 {
+		return s.planStatus(step)
+	}
 	if c, ok := s.planLifecycle(step); ok {
 		return c
 	}

@@ -47,13 +47,17 @@ func (p Plan) describeRate() string {
 
 // describeLimits says when the simulation ends.
 func (p Plan) describeLimits() string {
+	changes := "changes"
+	if p.Steps == 1 {
+		changes = "change"
+	}
 	switch {
 	case p.Duration > 0 && p.Steps > 0:
-		return fmt.Sprintf(" for %v or %d changes", p.Duration, p.Steps)
+		return fmt.Sprintf(" for %v or %d %s", p.Duration, p.Steps, changes)
 	case p.Duration > 0:
 		return fmt.Sprintf(" for %v", p.Duration)
 	case p.Steps > 0:
-		return fmt.Sprintf(" for %d changes", p.Steps)
+		return fmt.Sprintf(" for %d %s", p.Steps, changes)
 	}
 	return " until interrupted"
 }

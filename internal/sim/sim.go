@@ -69,6 +69,11 @@ type Config struct {
 	Prefix string
 	// Format is how records are encoded; the zero value is JSON.
 	Format Format
+	// Steady keeps the fleet at Nodes, all UP: no node joins, is
+	// decommissioned or leaves; Steps change statuses and labels only
+	// (serve --dev, unless asked to churn: a demo's fleet holds the size
+	// it announces).
+	Steady bool
 }
 
 // Sim is a simulated fleet. It keeps in memory the records it has written

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -429,5 +430,35 @@ func TestStatsString(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSteady: a Steady fleet holds Nodes records, all UP, whatever it
+// changes; without Steady the same seed soon changes the fleet.
+func TestSteady(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.Client(t, etcdtest.Start(t))
+	for _, steady := range []bool{true, false} {
+		prefix := "/steady-" + strconv.FormatBool(steady) + "/"
+		s := populate(t, c, sim.Config{Nodes: 5, Seed: 3, Prefix: prefix, Steady: steady})
+		lifecycle := 0
+		for _, op := range steps(t, s, c, 300) {
+			if op.Kind != sim.Status && op.Kind != sim.Labels {
+				lifecycle++
+			}
+		}
+		records := etcdtest.Get(t, c, prefix)
+		up := 0
+		for _, v := range records {
+			if strings.Contains(v, `"NODE_STATE_UP"`) {
+				up++
+			}
+		}
+		switch {
+		case steady && (lifecycle != 0 || len(records) != 5 || up != 5):
+			t.Errorf("steady: %d lifecycle changes in 300 steps, %d records, %d UP; want 0, 5, 5", lifecycle, len(records), up)
+		case !steady && lifecycle == 0:
+			t.Errorf("churning: no lifecycle change in 300 steps")
+		}
 	}
 }
