@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/nodewatch/nodewatch/internal/near"
 )
 
 // Kind is what a flag takes, as messages describe it.
@@ -149,7 +151,7 @@ func Nearest(name string, names []string) []string {
 	var best []string
 	bestD := 3
 	for _, n := range names {
-		d := distance(name, n)
+		d := near.Distance(name, n)
 		if len(n) > 1 && len(name) >= 3 && strings.HasPrefix(n, name) {
 			d = min(d, 1)
 		}
@@ -161,30 +163,6 @@ func Nearest(name string, names []string) []string {
 		}
 	}
 	return best
-}
-
-// distance is the edit distance (Levenshtein, with transpositions counted
-// as one edit) between a and b.
-func distance(a, b string) int {
-	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // ArgSep joins NAME and VALUE of --arg/--argjson into one flag value; NUL

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/nodewatch/nodewatch/internal/near"
 )
 
 func TestExplain(t *testing.T) {
@@ -52,10 +54,10 @@ func TestDistance(t *testing.T) {
 		a, b string
 		want int
 	}{{"", "", 0}, {"a", "", 1}, {"filter", "filter", 0}, {"fitler", "filter", 1}, {"fliter", "filter", 1}, {"filtr", "filter", 1}, {"kitten", "sitting", 3}} {
-		if got := distance(c.a, c.b); got != c.want {
+		if got := near.Distance(c.a, c.b); got != c.want {
 			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
-		if got := distance(c.b, c.a); got != c.want {
+		if got := near.Distance(c.b, c.a); got != c.want {
 			t.Errorf("distance(%q, %q) = %d, want %d (not symmetric)", c.b, c.a, got, c.want)
 		}
 	}
