@@ -177,3 +177,26 @@ func TestTableDefaultColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ETablePipe: -o table into a pipe, as `nodewatch key -o table |
+// grep` reads it: the header once, then a row a change as it comes (a
+// deleted one marked), never a screen's escape sequences.
+func TestE2ETablePipe(t *testing.T) {
+	t.Parallel()
+	ep, c := etcdtest.StartWith(t, "/tp/a", "1")
+	cmd := command(t, "key", "/tp/", "--prefix", "--etcd", ep, "-o", "table")
+	lines, stderr := startLines(t, cmd)
+	next := func(want string) {
+		t.Helper()
+		l, ok := <-lines
+		if !ok || !regexp.MustCompile(want).MatchString(l) || strings.Contains(l, "\x1b") {
+			t.Fatalf("line %q (open %v), want /%s/; stderr:\n%s", l, ok, want, stderr)
+		}
+	}
+	next(`^KEY +VALUE +REV$`)
+	next(`^/tp/a +1 +2$`)
+	etcdtest.Put(t, c, "/tp/b", "2")
+	next(`^/tp/b +2 +3$`)
+	etcdtest.Delete(t, c, "/tp/a")
+	next(`^/tp/a +1 +2 +\(deleted\)$`)
+}
