@@ -372,6 +372,9 @@ func (r *run) failed() (Result, error) {
 	if err := r.enc.Flush(); err != nil {
 		return r.end(err)
 	}
+	if r.o.Stable > 0 {
+		r.goalHeld(true, true) // the report says whether the goal still holds
+	}
 	r.res.Stop = FailConditionMet
 	r.res.Report = r.report()
 	return r.res, nil
