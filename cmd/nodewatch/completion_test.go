@@ -191,14 +191,14 @@ func TestCompletionShells(t *testing.T) {
 		line string
 		want []string
 	}{
-		{"nodewatch key -o ", []string{"json", "pretty", "text"}},
+		{"nodewatch key -o ", []string{"json", "pretty", "table", "text"}},
 		{"nodewatch key --value ", []string{"auto", "base64", "gob", "json", "query", "text"}},
 		{"nodewatch key --mgmt ", []string{"deploy", "exported", "scheduler", "strings"}},
 		{"nodewatch sim --format ", []string{"binary", "json"}},
 		{"nodewatch completion ", []string{"bash", "fish", "zsh"}},
 		{"nodewatch nodes --cacert ", []string{"ca.pem", "cert.pem"}},
 		{"nodewatch nodes --cacert=", []string{"ca.pem", "cert.pem"}},
-		{"nodewatch key --output=", []string{"json", "pretty", "text"}},
+		{"nodewatch key --output=", []string{"json", "pretty", "table", "text"}},
 		{"nodewatch key --", flagsOf("key")},
 		{"nodewatch node --", flagsOf("node")},
 	}
