@@ -142,12 +142,9 @@ func (r *run) collect(b flow.Batch) error {
 	r.resumed(&b)
 	u := &r.undelivered
 	silent := r.o.ChangesOnly && b.Cause == flow.CauseInitial
-	err := r.fol.Apply(b, func(ev flow.Event) error {
+	err := r.follow(b, func(ev flow.Event) error {
 		if silent && r.o.State != nil {
 			r.keep(ev)
-		}
-		if err := r.trip(b, ev); err != nil {
-			return err
 		}
 		switch {
 		case ev.Type == flow.BatchDone:
@@ -168,9 +165,6 @@ func (r *run) collect(b flow.Batch) error {
 		u.before[ev.ID] = d
 		return nil
 	})
-	if err == nil {
-		err = r.tripFull(b)
-	}
 	if err != nil {
 		return err
 	}

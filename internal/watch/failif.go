@@ -12,9 +12,27 @@ import (
 // recorded view. The loops end the run (failed) once the batch that
 // tripped it is printed or delivered, or --count cut it short.
 
-// trip judges ev, an event of the batch b, against FailIf.
-func (r *run) trip(b flow.Batch, ev flow.Event) error {
-	if r.o.FailIf == nil || (ev.Type != flow.New && ev.Type != flow.Updated) {
+// follow applies b to the view, handing each event to fn once FailIf
+// has judged it, and judges a resumed view whole after.
+func (r *run) follow(b flow.Batch, fn func(flow.Event) error) error {
+	if r.o.FailIf == nil {
+		return r.fol.Apply(b, fn)
+	}
+	err := r.fol.Apply(b, func(ev flow.Event) error {
+		if err := r.trip(ev); err != nil {
+			return err
+		}
+		return fn(ev)
+	})
+	if err == nil {
+		err = r.tripFull(b)
+	}
+	return err
+}
+
+// trip judges ev against FailIf.
+func (r *run) trip(ev flow.Event) error {
+	if ev.Type != flow.New && ev.Type != flow.Updated {
 		return nil
 	}
 	return r.judge(ev.ID, ev.Object)
@@ -23,7 +41,7 @@ func (r *run) trip(b flow.Batch, ev flow.Event) error {
 // tripFull judges the whole view against FailIf after b, a resumed
 // run's first batch.
 func (r *run) tripFull(b flow.Batch) error {
-	if r.o.FailIf == nil || b.Cause != flow.CauseResume {
+	if b.Cause != flow.CauseResume {
 		return nil
 	}
 	var err error

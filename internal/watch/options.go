@@ -172,9 +172,6 @@ type Resume struct {
 // hasGoal reports whether anything ends the run successfully.
 func (o *Options) hasGoal() bool { return o.Until != nil || o.Each != nil || o.Once || o.Count > 0 }
 
-// HasGoal reports whether anything ends the run successfully.
-func (o *Options) HasGoal() bool { return o.hasGoal() }
-
 // delivers reports whether batches go to a handler (Exec, Render)
 // rather than to the output.
 func (o *Options) delivers() bool { return o.Exec != nil || o.Render != nil }
@@ -212,11 +209,14 @@ type Result struct {
 	// GoalUnmet: Stop is TimedOut and a goal (Until, Each, Once, Count)
 	// was set.
 	GoalUnmet bool
-	// Report says how far the run got toward its goal, when one was set
-	// and the run timed out or was interrupted after the source delivered
-	// a batch (not when its reader was abandoned). The sources retry a
-	// lost connection for ever: a timeout is how a wait on a source that
-	// is gone ends.
+	// Missed: a goal was set, and the run timed out or was interrupted
+	// after the source delivered a batch (not when its reader was
+	// abandoned). The sources retry a lost connection for ever: a timeout
+	// is how a wait on a source that is gone ends.
+	Missed bool
+	// Report says how far the run got toward its goal: when it Missed
+	// it, when FailIf ended the run, and with AlwaysReport however it
+	// ended.
 	Report *Report
 	// Received: the source delivered at least one batch (it connected).
 	Received bool

@@ -58,17 +58,14 @@ func (r *run) resumed(b *flow.Batch) {
 func (r *run) applyRecorded(b flow.Batch, silent bool) (changed bool, err error) {
 	from := len(r.recording)
 	var done flow.Event
-	err = r.fol.Apply(b, func(ev flow.Event) error {
+	err = r.follow(b, func(ev flow.Event) error {
 		changed = true
 		if ev.Type == flow.BatchDone {
 			done = ev
 		}
 		r.keep(ev)
-		return r.trip(b, ev)
+		return nil
 	})
-	if err == nil {
-		err = r.tripFull(b)
-	}
 	if err != nil || silent || !changed {
 		return changed, err
 	}

@@ -330,19 +330,13 @@ func (r *run) apply(b flow.Batch) (changed bool, err error) {
 	if r.o.State != nil {
 		return r.applyRecorded(b, silent)
 	}
-	err = r.fol.Apply(b, func(ev flow.Event) error {
+	err = r.follow(b, func(ev flow.Event) error {
 		changed = true
-		if err := r.trip(b, ev); err != nil {
-			return err
-		}
 		if silent {
 			return nil
 		}
 		return r.print(ev)
 	})
-	if err == nil {
-		err = r.tripFull(b)
-	}
 	return changed, err
 }
 
@@ -384,7 +378,8 @@ func (r *run) failed() (Result, error) {
 // a goal was set and not met.
 func (r *run) end(err error) (Result, error) {
 	res, err := r.stop(r.res, err)
-	if r.o.AlwaysReport || r.o.hasGoal() && r.res.Received && (res.Stop == TimedOut || res.Stop == Interrupted) {
+	res.Missed = r.o.hasGoal() && r.res.Received && (res.Stop == TimedOut || res.Stop == Interrupted)
+	if res.Missed || r.o.AlwaysReport {
 		res.Report = r.report()
 	}
 	return res, err

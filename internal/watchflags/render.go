@@ -1,12 +1,9 @@
 package watchflags
 
 import (
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodewatch/nodewatch/internal/cmdline"
-	"github.com/nodewatch/nodewatch/internal/handler"
 	"github.com/nodewatch/nodewatch/internal/jq"
 	"github.com/nodewatch/nodewatch/internal/render"
 )
@@ -57,11 +54,6 @@ func (o *Options) parseRender(c *cli.Context, vars jq.Vars) error {
 	if err := r.Validate(); err != nil {
 		return cmdline.Usage(err)
 	}
-	o.Renderer, o.ExecRetries = r, c.Int("exec-retries")
-	if o.ExecRetries < 0 {
-		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
-	}
-	// A signal reaches a running check or reload, which gets its grace.
-	o.WriteGrace = handler.DefaultGrace + time.Second
+	o.Renderer = r
 	return nil
 }

@@ -66,8 +66,7 @@ func shellQuote(s string) string {
 // --fail-if ended it, and as JSON into --report FILE, however it ended.
 // The error names --report.
 func (o *Options) Report(res watch.Result, logf func(format string, args ...any)) error {
-	missed := o.HasGoal() && res.Received && (res.Stop == watch.TimedOut || res.Stop == watch.Interrupted)
-	if missed || res.Stop == watch.FailConditionMet {
+	if res.Missed || res.Stop == watch.FailConditionMet {
 		for _, line := range res.Report.Lines(o.Options, o.What) {
 			logf("report: %s", line)
 		}

@@ -199,10 +199,8 @@ func Parse(c *cli.Context, equalsField, alsoFilter string) (*Options, error) {
 
 // parseExec reads --exec and the flags that go with it.
 func (o *Options) parseExec(c *cli.Context) error {
-	if !c.IsSet("exec") {
-		if len(c.StringSlice("render")) > 0 {
-			return nil // they go with --render too
-		}
+	rendering := len(c.StringSlice("render")) > 0
+	if !c.IsSet("exec") && !rendering {
 		for _, f := range []string{"exec-retries", "exec-timeout"} {
 			if c.IsSet(f) {
 				return cmdline.Usagef("--%s: only with --exec", f)
@@ -210,8 +208,22 @@ func (o *Options) parseExec(c *cli.Context) error {
 		}
 		return nil
 	}
-	h := &handler.Handler{Command: c.String("exec"), Timeout: c.Duration("exec-timeout")}
+	// They go with --render's --check and --reload too.
 	o.ExecRetries = c.Int("exec-retries")
+	timeout := c.Duration("exec-timeout")
+	switch {
+	case o.ExecRetries < 0:
+		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
+	case timeout < 0:
+		return cmdline.Usagef("--exec-timeout: must not be negative, got %v", timeout)
+	}
+	// A signal reaches a running handler (or check, or reload), which
+	// gets its grace period.
+	o.WriteGrace = handler.DefaultGrace + time.Second
+	if !c.IsSet("exec") {
+		return nil // parseRender
+	}
+	h := &handler.Handler{Command: c.String("exec"), Timeout: timeout}
 	switch {
 	case strings.TrimSpace(h.Command) == "":
 		return cmdline.Usagef("--exec: want a command")
@@ -219,14 +231,8 @@ func (o *Options) parseExec(c *cli.Context) error {
 		return cmdline.Usagef("--exec: the handler reads NDJSON; --output %s is not for it", c.String("output"))
 	case o.Heartbeat > 0:
 		return cmdline.Usagef("--heartbeat: not with --exec, which runs the handler only when there is something to deliver")
-	case o.ExecRetries < 0:
-		return cmdline.Usagef("--exec-retries: must not be negative, got %d", o.ExecRetries)
-	case h.Timeout < 0:
-		return cmdline.Usagef("--exec-timeout: must not be negative, got %v", h.Timeout)
 	}
 	o.Handler = h
-	// A signal reaches a running handler, which gets its grace period.
-	o.WriteGrace = handler.DefaultGrace + time.Second
 	return nil
 }
 
